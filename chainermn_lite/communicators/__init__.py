@@ -1,0 +1,1 @@
+"""Communicators: ChainerMN's communicator API over any mpi4py-like comm."""

@@ -1,0 +1,1 @@
+"""Trainer extensions that work across ranks."""

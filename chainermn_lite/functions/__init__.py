@@ -1,0 +1,1 @@
+"""Differentiable communication (Chainer FunctionNodes)."""

@@ -1,0 +1,1 @@
+"""Iterators shared or synchronized across ranks."""

@@ -1,0 +1,1 @@
+"""Links for model-parallel and multi-node training."""

@@ -1,0 +1,1 @@
+"""Multi-node optimizers."""

@@ -1,0 +1,1 @@
+"""simulator: an in-process MPI world, every rank a thread."""
