@@ -207,7 +207,7 @@ def _run_real(pyfuncitem):
         except BaseException as e:  # noqa: B902 -- reported, then re-raised
             error = e
         _meet_peers(comm, error, grace=config.getoption('--mpi-grace'),
-                    nodeid=pyfuncitem.nodeid)
+                    nodeid=pyfuncitem.nodeid, config=config)
         if error is not None:
             raise error
     finally:
@@ -215,18 +215,21 @@ def _run_real(pyfuncitem):
     return True
 
 
-def _meet_peers(comm, error, grace, nodeid):
+def _meet_peers(comm, error, grace, nodeid, config):
     """Barrier after a test; a failed rank aborts if its peers never come."""
     request = comm.Ibarrier()
     deadline = None if error is None else time.monotonic() + grace
     while not request.Test():
         if deadline is not None and time.monotonic() > deadline:
             from mpi4py import MPI
-            sys.stderr.write(
-                '\n[rank {}] {} failed and its peers did not finish within '
-                '{:.0f} s; aborting the job:\n{}'.format(
-                    MPI.COMM_WORLD.Get_rank(), nodeid, grace,
-                    ''.join(traceback.format_exception(error))))
-            sys.stderr.flush()
+            # Captured output would die with the job: write past pytest.
+            capture = config.pluginmanager.getplugin('capturemanager')
+            with capture.global_and_fixture_disabled():
+                sys.stderr.write(
+                    '\n[rank {}] {} failed and its peers did not finish '
+                    'within {:.0f} s; aborting the job:\n{}'.format(
+                        MPI.COMM_WORLD.Get_rank(), nodeid, grace,
+                        ''.join(traceback.format_exception(error))))
+                sys.stderr.flush()
             MPI.COMM_WORLD.Abort(1)
         time.sleep(0.0005 if deadline is None else 0.01)
