@@ -13,5 +13,7 @@ from chainermn_lite import functions  # NOQA
 from chainermn_lite import iterators  # NOQA
 from chainermn_lite import links  # NOQA
 from chainermn_lite import optimizers  # NOQA
+from chainermn_lite.communicators import CommunicatorBase  # NOQA
+from chainermn_lite.communicators import create_communicator  # NOQA
 
 __version__ = chainer.__version__

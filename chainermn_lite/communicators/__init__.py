@@ -1,1 +1,89 @@
 """Communicators: ChainerMN's communicator API over any mpi4py-like comm."""
+from chainermn_lite import _mpi
+from chainermn_lite.communicators import _strategies
+from chainermn_lite.communicators.communicator_base import CommunicatorBase
+from chainermn_lite.communicators.mpi_communicator import MpiCommunicator
+
+__all__ = ['create_communicator', 'CommunicatorBase', 'MpiCommunicator',
+           'COMMUNICATOR_NAMES', 'default_communicator_name']
+
+
+def _pure_nccl(mpi_comm):
+    from chainermn_lite.communicators import _nccl_strategy
+    return _nccl_strategy.PureNccl(mpi_comm)
+
+
+_FACTORIES = {
+    'naive': lambda mpi_comm: _strategies.Naive(),
+    'flat': lambda mpi_comm: _strategies.Flat(),
+    'hierarchical': lambda mpi_comm: _strategies.Hierarchical(),
+    'non_cuda_aware': lambda mpi_comm: _strategies.NonCudaAware(),
+    'dummy': lambda mpi_comm: _strategies.Dummy(),
+    'pure_nccl': _pure_nccl,
+}
+COMMUNICATOR_NAMES = tuple(_FACTORIES)
+
+
+def default_communicator_name():
+    """'pure_nccl' when CuPy with NCCL sees a GPU, otherwise 'flat'."""
+    try:
+        import cupy
+        from cupy.cuda import nccl  # noqa: F401 -- presence test
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return 'pure_nccl'
+    except Exception:  # noqa: B902 -- any failure means "no usable GPU"
+        pass
+    return 'flat'
+
+
+def create_communicator(communicator_name=None, mpi_comm=None,
+                        allreduce_grad_dtype=None, **kwargs):
+    """create_communicator(communicator_name=None, mpi_comm=None,
+    allreduce_grad_dtype=None, batched_copy=True): a ChainerMN communicator.
+
+    Names: ``naive`` (one Allreduce per gradient), ``flat`` (gradients
+    packed, chunked Allreduce), ``hierarchical`` (reduce in each node,
+    allreduce among node leaders, broadcast in node), ``non_cuda_aware``
+    (flat through host buffers), ``pure_nccl`` (NCCL; on the simulator
+    through ``simulator.nccl``), ``dummy`` (no gradient communication).
+    The default is ``pure_nccl`` when CuPy with NCCL and a GPU are present,
+    otherwise ``flat``, the fastest CPU communicator (ChainerMN's default is
+    always ``pure_nccl``, which fails on a machine without GPUs).
+
+    ``mpi_comm`` is any mpi4py-like communicator (mpi4py or simulator);
+    without it mpi4py's ``COMM_WORLD`` is used. ``allreduce_grad_dtype``
+    (float16/32/64) is for ``pure_nccl`` only, as in ChainerMN; ``naive``,
+    ``flat`` and friends average float16 gradients in float32.
+
+    On real MPI an uncaught exception in any rank aborts the whole job
+    instead of leaving the other ranks hanging; turn that off with
+    ``CHAINERMN_LITE_NO_ABORT=1`` (see ``chainermn_lite.global_except_hook``).
+    """
+    batched_copy = kwargs.pop('batched_copy', True)
+    if kwargs:
+        raise TypeError('create_communicator got unexpected arguments: '
+                        '{}'.format(sorted(kwargs)))
+    if communicator_name is None:
+        communicator_name = default_communicator_name()
+    if communicator_name not in _FACTORIES:
+        raise ValueError('Unrecognized communicator: {!r}; available: '
+                         '{}'.format(communicator_name,
+                                     ', '.join(COMMUNICATOR_NAMES)))
+    if communicator_name != 'pure_nccl' and allreduce_grad_dtype is not None:
+        raise ValueError('allreduce_grad_dtype is only available with the '
+                         "'pure_nccl' communicator (got {!r} with {!r})"
+                         .format(allreduce_grad_dtype, communicator_name))
+    if mpi_comm is None:
+        mpi_comm = _mpi.world_comm()
+    strategy = _FACTORIES[communicator_name](mpi_comm)
+    configs = {'batched_copy': batched_copy}
+    if communicator_name == 'pure_nccl':
+        configs['allreduce_grad_dtype'] = allreduce_grad_dtype
+    comm = MpiCommunicator(mpi_comm, strategy, communicator_name, configs)
+    _install_abort_hook(mpi_comm)
+    return comm
+
+
+def _install_abort_hook(mpi_comm):
+    from chainermn_lite import global_except_hook
+    global_except_hook.add_hook_if_enabled(mpi_comm)

@@ -1,0 +1,165 @@
+"""Collectives of Python objects, built once on the buffer calls.
+
+Each object is pickled; sizes travel first as int64, then the bytes in
+rounds of at most ``max_buf_len`` bytes per rank, so objects over 2 GiB
+(MPI's int count limit) pass too.
+"""
+import functools
+import operator
+import pickle
+
+import numpy
+
+from chainermn_lite import _mpi
+
+__all__ = ['bcast_obj', 'gather_obj', 'allgather_obj', 'scatter_obj',
+           'allreduce_obj', 'check_max_buf_len']
+
+
+def check_max_buf_len(max_buf_len):
+    """Validate a chunk size in bytes (1 .. INT_MAX)."""
+    if not 0 < max_buf_len <= _mpi.INT_MAX:
+        raise ValueError('max_buf_len must be in 1..{}, got {}'.format(
+            _mpi.INT_MAX, max_buf_len))
+    return int(max_buf_len)
+
+
+def _dumps(obj):
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return numpy.frombuffer(data, dtype=numpy.uint8)
+
+
+def _check_root(comm, root):
+    size = comm.Get_size()
+    if not 0 <= root < size:
+        raise ValueError('root {} is out of range for a communicator of '
+                         'size {} (rank {})'.format(root, size,
+                                                    comm.Get_rank()))
+
+
+def bcast_obj(comm, obj, max_buf_len, root=0):
+    """Broadcast a picklable object from ``root``."""
+    _check_root(comm, root)
+    is_root = comm.Get_rank() == root
+    size = numpy.zeros(1, dtype=numpy.int64)
+    if is_root:
+        data = _dumps(obj)
+        size[0] = data.size
+    comm.Bcast(size, root=root)
+    if not is_root:
+        data = numpy.empty(int(size[0]), dtype=numpy.uint8)
+    for start in range(0, data.size, max_buf_len):
+        comm.Bcast(data[start:start + max_buf_len], root=root)
+    return obj if is_root else pickle.loads(data)
+
+
+def _exchange_rounds(comm, mine, sizes, collect, max_buf_len):
+    """Move per-rank byte strings in rounds, ``collect`` does one round.
+
+    ``collect(chunk, counts, displs, recvbuf)`` performs one v-collective;
+    each round every rank sends at most ``step`` bytes so that counts and
+    displacements of the whole round stay below INT_MAX.
+    """
+    nranks = len(sizes)
+    step = max(1, min(max_buf_len, _mpi.INT_MAX // max(nranks, 1)))
+    done = [0] * nranks
+    total_rounds = max([(s + step - 1) // step for s in sizes] + [1])
+    for _ in range(total_rounds):
+        counts = [min(step, s - d) for s, d in zip(sizes, done)]
+        displs = [0] * nranks
+        for i in range(1, nranks):
+            displs[i] = displs[i - 1] + counts[i - 1]
+        chunk_start = done[comm.Get_rank()] if mine is not None else 0
+        collect(chunk_start, counts, displs)
+        done = [d + c for d, c in zip(done, counts)]
+
+
+def allgather_obj(comm, obj, max_buf_len):
+    """Every rank's object, in rank order, on every rank."""
+    mine = _dumps(obj)
+    sizes = numpy.zeros(comm.Get_size(), dtype=numpy.int64)
+    comm.Allgather(numpy.array([mine.size], dtype=numpy.int64), sizes)
+    sizes = sizes.tolist()
+    outs = [numpy.empty(s, dtype=numpy.uint8) for s in sizes]
+    starts = [0] * len(sizes)
+
+    def collect(chunk_start, counts, displs):
+        recv = numpy.empty(sum(counts), dtype=numpy.uint8)
+        send = mine[chunk_start:chunk_start + counts[comm.Get_rank()]]
+        comm.Allgatherv(send, [recv, (counts, displs)])
+        for r, (c, d) in enumerate(zip(counts, displs)):
+            outs[r][starts[r]:starts[r] + c] = recv[d:d + c]
+            starts[r] += c
+
+    _exchange_rounds(comm, mine, sizes, collect, max_buf_len)
+    return [pickle.loads(o) for o in outs]
+
+
+def gather_obj(comm, obj, max_buf_len, root=0):
+    """Every rank's object as a list at ``root``; None elsewhere."""
+    _check_root(comm, root)
+    rank = comm.Get_rank()
+    is_root = rank == root
+    mine = _dumps(obj)
+    sizes = numpy.zeros(comm.Get_size(), dtype=numpy.int64)
+    comm.Allgather(numpy.array([mine.size], dtype=numpy.int64), sizes)
+    sizes = sizes.tolist()
+    outs = [numpy.empty(s, dtype=numpy.uint8) for s in sizes] \
+        if is_root else None
+    starts = [0] * len(sizes)
+
+    def collect(chunk_start, counts, displs):
+        send = mine[chunk_start:chunk_start + counts[rank]]
+        if is_root:
+            recv = numpy.empty(sum(counts), dtype=numpy.uint8)
+            comm.Gatherv(send, [recv, (counts, displs)], root=root)
+            for r, (c, d) in enumerate(zip(counts, displs)):
+                outs[r][starts[r]:starts[r] + c] = recv[d:d + c]
+                starts[r] += c
+        else:
+            comm.Gatherv(send, None, root=root)
+
+    _exchange_rounds(comm, mine, sizes, collect, max_buf_len)
+    return [pickle.loads(o) for o in outs] if is_root else None
+
+
+def scatter_obj(comm, objs, max_buf_len, root=0):
+    """Rank i receives ``objs[i]`` from ``root``."""
+    _check_root(comm, root)
+    rank, nranks = comm.Get_rank(), comm.Get_size()
+    is_root = rank == root
+    sizes = numpy.zeros(nranks, dtype=numpy.int64)
+    if is_root:
+        objs = list(objs)
+        if len(objs) != nranks:
+            raise ValueError('scatter_obj: expecting {} objects (one per '
+                             'rank), got {} at root {}'.format(
+                                 nranks, len(objs), root))
+        datas = [_dumps(o) for o in objs]
+        sizes[:] = [d.size for d in datas]
+    comm.Bcast(sizes, root=root)
+    sizes = sizes.tolist()
+    out = numpy.empty(sizes[rank], dtype=numpy.uint8)
+    got = [0]
+
+    def collect(_chunk_start, counts, displs):
+        recv = out[got[0]:got[0] + counts[rank]]
+        if is_root:
+            send = numpy.empty(sum(counts), dtype=numpy.uint8)
+            for r, (c, d) in enumerate(zip(counts, displs)):
+                send[d:d + c] = datas[r][sent[r]:sent[r] + c]
+                sent[r] += c
+            comm.Scatterv([send, (counts, displs)], recv, root=root)
+        else:
+            comm.Scatterv(None, recv, root=root)
+        got[0] += counts[rank]
+
+    sent = [0] * nranks
+    _exchange_rounds(comm, None, sizes, collect, max_buf_len)
+    return pickle.loads(out)
+
+
+def allreduce_obj(comm, obj, max_buf_len):
+    """Sum (``+``) of every rank's object, in rank order, on every rank."""
+    return functools.reduce(operator.add,
+                            allgather_obj(comm, obj, max_buf_len))

@@ -1,0 +1,148 @@
+"""Point-to-point frames: arrays, tuples of arrays and pickled objects.
+
+One message carries a small int64 header, the array descriptors and, when
+everything fits in ``FRAME_BYTES``, the payload itself: an 8-byte array
+costs one MPI message. Bigger payloads follow in chunks of at most
+``chunk_bytes`` (MPI counts are C ints), received straight into the fresh
+result arrays. Receives honour ``ANY_SOURCE`` / ``ANY_TAG``: the rest of a
+message is taken from the source and tag its first frame came from.
+"""
+import pickle
+
+import numpy
+
+from chainermn_lite.communicators import _array_codec as codec
+
+__all__ = ['FrameChannel', 'FRAME_BYTES', 'KIND_ARRAY', 'KIND_TUPLE',
+           'KIND_OBJECT']
+
+FRAME_BYTES = 16384
+_HEADER_WORDS = 4          # kind, payload bytes, descriptor words, inline
+KIND_ARRAY, KIND_TUPLE, KIND_OBJECT = 1, 2, 3
+_KIND_NAMES = {KIND_ARRAY: 'an array', KIND_TUPLE: 'a tuple of arrays',
+               KIND_OBJECT: 'a Python object'}
+_DETACHED, _INLINE, _SEPARATE = 0, 1, 2
+
+
+class FrameChannel:
+    """Frames over one rank's communicator; buffers are per instance."""
+
+    def __init__(self, mpi_comm, module, chunk_bytes):
+        self._comm = mpi_comm
+        self._module = module
+        self.chunk_bytes = chunk_bytes
+        self._send_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
+        self._send_words = self._send_frame.view(numpy.int64)
+        self._recv_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
+        self._recv_words = self._recv_frame.view(numpy.int64)
+
+    # -- sending ---------------------------------------------------------
+    def send_arrays(self, arrays, is_tuple, dest, tag):
+        """Send arrays (already contiguous) as one message."""
+        descriptor = []
+        for x in arrays:
+            descriptor += codec.describe(x)
+        payload = [codec.byte_view(x) for x in arrays]
+        kind = KIND_TUPLE if is_tuple else KIND_ARRAY
+        self._send(kind, descriptor, payload, dest, tag)
+
+    def send_object(self, obj, dest, tag):
+        """Pickle ``obj`` and send it as one message."""
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = numpy.frombuffer(data, dtype=numpy.uint8)
+        self._send(KIND_OBJECT, [], [payload], dest, tag)
+
+    def _send(self, kind, descriptor, payload, dest, tag):
+        nbytes = sum(p.size for p in payload)
+        nwords = len(descriptor)
+        head = 8 * (_HEADER_WORDS + nwords)
+        comm = self._comm
+        if head + nbytes <= FRAME_BYTES:
+            mode = _INLINE
+        elif head <= FRAME_BYTES:
+            mode = _DETACHED
+        else:
+            mode = _SEPARATE
+        words = self._send_words
+        words[:_HEADER_WORDS] = (kind, nbytes, nwords, mode)
+        if mode != _SEPARATE:
+            words[_HEADER_WORDS:_HEADER_WORDS + nwords] = descriptor
+        if mode == _INLINE:
+            frame = self._send_frame
+            offset = head
+            for p in payload:
+                frame[offset:offset + p.size] = p
+                offset += p.size
+            comm.Send(frame[:offset], dest=dest, tag=tag)
+            return
+        comm.Send(self._send_frame[:8 * _HEADER_WORDS if mode == _SEPARATE
+                                   else head], dest=dest, tag=tag)
+        if mode == _SEPARATE:
+            comm.Send(numpy.asarray(descriptor, dtype=numpy.int64),
+                      dest=dest, tag=tag)
+        for p in payload:
+            for start in range(0, p.size, self.chunk_bytes):
+                comm.Send(p[start:start + self.chunk_bytes],
+                          dest=dest, tag=tag)
+
+    # -- receiving -------------------------------------------------------
+    def _recv_head(self, source, tag, status, expected):
+        module = self._module
+        wildcard = source == module.ANY_SOURCE or tag == module.ANY_TAG
+        if status is None and wildcard:
+            status = module.Status()
+        self._comm.Recv(self._recv_frame, source=source, tag=tag,
+                        status=status)
+        if wildcard:
+            source, tag = status.Get_source(), status.Get_tag()
+        kind, nbytes, nwords, mode = self._recv_words[:_HEADER_WORDS].tolist()
+        if kind not in expected:
+            raise TypeError(
+                'rank {} expected {} from rank {} (tag {}) but received {}; '
+                'match send with recv and send_obj with recv_obj'.format(
+                    self._comm.Get_rank(),
+                    ' or '.join(_KIND_NAMES[k] for k in expected), source,
+                    tag, _KIND_NAMES.get(kind, 'an unknown message')))
+        if mode == _SEPARATE:
+            words = numpy.empty(nwords, dtype=numpy.int64)
+            self._comm.Recv(words, source=source, tag=tag)
+            descriptor = words.tolist()
+        else:
+            descriptor = self._recv_words[
+                _HEADER_WORDS:_HEADER_WORDS + nwords].tolist()
+        head = 8 * (_HEADER_WORDS + nwords)
+        return kind, nbytes, descriptor, mode, head, source, tag
+
+    def _fill(self, target, mode, offset, source, tag):
+        """Fill the flat uint8 ``target`` from the inline frame or chunks."""
+        if mode == _INLINE:
+            target[:] = self._recv_frame[offset:offset + target.size]
+            return
+        for start in range(0, target.size, self.chunk_bytes):
+            self._comm.Recv(target[start:start + self.chunk_bytes],
+                            source=source, tag=tag)
+
+    def recv_arrays(self, source, tag, status=None):
+        """Receive what send_arrays sent: an array or a tuple of arrays."""
+        kind, _, descriptor, mode, offset, source, tag = self._recv_head(
+            source, tag, status, (KIND_ARRAY, KIND_TUPLE))
+        arrays = []
+        at = 0
+        while at < len(descriptor):
+            dtype, shape, at = codec.parse(descriptor, at)
+            x = numpy.empty(shape, dtype=dtype)
+            view = codec.byte_view(x)
+            self._fill(view, mode, offset, source, tag)
+            offset += view.size
+            arrays.append(x)
+        if kind == KIND_TUPLE:
+            return tuple(arrays)
+        return arrays[0]
+
+    def recv_object(self, source, tag, status=None):
+        """Receive and unpickle what send_object sent."""
+        _, nbytes, _, mode, offset, source, tag = self._recv_head(
+            source, tag, status, (KIND_OBJECT,))
+        data = numpy.empty(nbytes, dtype=numpy.uint8)
+        self._fill(data, mode, offset, source, tag)
+        return pickle.loads(data)

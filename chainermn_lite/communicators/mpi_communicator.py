@@ -1,0 +1,399 @@
+"""MpiCommunicator: ChainerMN's communicator API, once, over mpi4py's API.
+
+It takes any mpi4py-like communicator (real ``mpi4py.MPI.Comm`` or the
+simulator's) and a gradient strategy (see ``_strategies``); the strategy
+is the only thing that differs between ``naive``, ``flat``,
+``hierarchical``, ``non_cuda_aware``, ``dummy`` and ``pure_nccl``.
+"""
+import numpy
+
+from chainermn_lite import _mpi
+from chainermn_lite.communicators import _array_codec as codec
+from chainermn_lite.communicators import _grads
+from chainermn_lite.communicators import _object_collectives as objects
+from chainermn_lite.communicators import _p2p
+from chainermn_lite.communicators import _strategies
+from chainermn_lite.communicators import _topology
+from chainermn_lite.communicators.communicator_base import CommunicatorBase
+
+__all__ = ['MpiCommunicator', 'DEFAULT_MAX_BUF_LEN']
+
+DEFAULT_MAX_BUF_LEN = 256 * 1024 * 1024
+
+
+class MpiCommunicator(CommunicatorBase):
+    """A ChainerMN communicator over ``mpi_comm`` with one grad strategy.
+
+    Use ``chainermn_lite.create_communicator`` rather than this class.
+    """
+
+    def __init__(self, mpi_comm, strategy, name, configs=None):
+        super().__init__()
+        self.mpi_comm = mpi_comm
+        self.name = name
+        self._module = _mpi.mpi_module_of(mpi_comm)
+        self._rank = mpi_comm.Get_rank()
+        self._size = mpi_comm.Get_size()
+        self._strategy = strategy
+        self._layout = _topology.NodeLayout(mpi_comm, self._module)
+        self._configs.update({'batched_copy': True,
+                              'max_buf_len': DEFAULT_MAX_BUF_LEN})
+        self._configs.update(getattr(strategy, 'configs', {}))
+        self._p2p = _p2p.FrameChannel(mpi_comm, self._module,
+                                      DEFAULT_MAX_BUF_LEN)
+        self._header = numpy.zeros(codec.DESCRIPTOR_WORDS, numpy.int64)
+        self._bcast_buffers = _strategies.Dummy()
+        for key, value in (configs or {}).items():
+            self.set_config(key, value)
+
+    def __repr__(self):
+        return '<chainermn_lite {} communicator rank {}/{} on {}>'.format(
+            self.name, self._rank, self._size, self._module.__name__)
+
+    # -- ranks -----------------------------------------------------------
+    @property
+    def rank(self):
+        return self._rank
+
+    @property
+    def size(self):
+        return self._size
+
+    @property
+    def intra_rank(self):
+        return self._layout.intra_rank
+
+    @property
+    def intra_size(self):
+        return self._layout.intra_size
+
+    @property
+    def inter_rank(self):
+        return self._layout.inter_rank
+
+    @property
+    def inter_size(self):
+        return self._layout.inter_size
+
+    # -- configuration ---------------------------------------------------
+    def set_config(self, name, value=True, **kwargs):
+        """set_config(name, value=True): ``batched_copy`` (accepted, CPU
+        copies are always batched), ``max_buf_len`` (chunk bytes), and the
+        strategy's own (``allreduce_grad_dtype`` for pure_nccl)."""
+        if name == 'batched_copy':
+            self._configs[name] = bool(value)
+        elif name == 'max_buf_len':
+            self._configs[name] = objects.check_max_buf_len(value)
+            self._p2p.chunk_bytes = self._configs[name]
+        elif name in getattr(self._strategy, 'configs', {}):
+            self._configs[name] = self._strategy.set_config(name, value)
+        else:
+            super().set_config(name, value, **kwargs)
+
+    def split(self, color, key):
+        """split(color, key): a communicator of the same kind per color."""
+        sub = self.mpi_comm.Split(color, key)
+        configs = {k: v for k, v in self._configs.items()
+                   if k != 'batched_copy'}
+        return MpiCommunicator(sub, type(self._strategy)(), self.name,
+                               configs)
+
+    def finalize(self):
+        """finalize(): release this communicator's helper communicators."""
+        free = getattr(self._strategy, 'free', None)
+        if free is not None:
+            free(self)
+        self._layout.free()
+
+    # -- validation ------------------------------------------------------
+    def _check_peer(self, peer, what, allow_any=False):
+        if allow_any and peer == self._module.ANY_SOURCE:
+            return
+        if not isinstance(peer, (int, numpy.integer)) or not \
+                0 <= peer < self._size:
+            raise ValueError('{}: rank {} is out of range for {} of size {} '
+                             '(called on rank {})'.format(
+                                 what, peer, self.name, self._size,
+                                 self._rank))
+
+    def _check_root(self, root, what):
+        self._check_peer(root, what + ' root')
+
+    def _check_tag(self, tag, what, allow_any=False):
+        if allow_any and tag == self._module.ANY_TAG:
+            return
+        if not isinstance(tag, (int, numpy.integer)) or tag < 0:
+            raise ValueError('{}: tag must be an int >= 0, got {!r} '
+                             '(rank {})'.format(what, tag, self._rank))
+
+    # -- point to point --------------------------------------------------
+    def send(self, data, dest, tag):
+        """send(data, dest, tag): send an array or a tuple/list of arrays.
+
+        Shape and dtype travel with the message. Sending to oneself is
+        refused: a blocking send to one's own rank only returns if MPI
+        happens to buffer it, so it works for small arrays and deadlocks
+        for big ones.
+        """
+        self._check_peer(dest, 'send')
+        self._check_tag(tag, 'send')
+        if dest == self._rank:
+            raise ValueError(
+                'send: rank {} sends to itself (dest={}); a blocking send '
+                'to oneself deadlocks once the message is too big for MPI '
+                'to buffer, so it is refused'.format(self._rank, dest))
+        is_tuple = isinstance(data, (tuple, list))
+        arrays = data if is_tuple else (data,)
+        arrays = [codec.as_sendable(x, 'send (rank {} to {})'.format(
+            self._rank, dest)) for x in arrays]
+        self._p2p.send_arrays(arrays, is_tuple, dest, tag)
+
+    def recv(self, source, tag):
+        """recv(source, tag): the array (or tuple of arrays) sent."""
+        self._check_peer(source, 'recv', allow_any=True)
+        self._check_tag(tag, 'recv', allow_any=True)
+        if source == self._rank:
+            raise ValueError(
+                'recv: rank {} receives from itself (source={}); see send '
+                'for why messages to oneself are refused'.format(
+                    self._rank, source))
+        return self._p2p.recv_arrays(source, tag)
+
+    def send_obj(self, obj, dest, tag=0):
+        """send_obj(obj, dest, tag=0): send a picklable object."""
+        self._check_peer(dest, 'send_obj')
+        self._check_tag(tag, 'send_obj')
+        self._p2p.send_object(obj, dest, tag)
+
+    def recv_obj(self, source, status=None, tag=None):
+        """recv_obj(source, status=None, tag=ANY_TAG): receive an object."""
+        if tag is None:
+            tag = self._module.ANY_TAG
+        self._check_peer(source, 'recv_obj', allow_any=True)
+        self._check_tag(tag, 'recv_obj', allow_any=True)
+        return self._p2p.recv_object(source, tag, status)
+
+    # -- array collectives -----------------------------------------------
+    def _exchange_descriptors(self, x, what):
+        """Allgather every rank's descriptor: [(dtype, shape)] by rank."""
+        rows = numpy.empty((self._size, codec.DESCRIPTOR_WORDS),
+                           dtype=numpy.int64)
+        codec.describe_fixed(x, self._header)
+        self.mpi_comm.Allgather(self._header, rows)
+        return [codec.parse_fixed(row) for row in rows]
+
+    def _v_layout(self, descs, what):
+        counts = [codec.nbytes_of(d, s) for d, s in descs]
+        displs, at = [], 0
+        for c in counts:
+            displs.append(at)
+            at = codec.align(at + c)
+        if at > _mpi.INT_MAX:
+            raise ValueError('{}: {} bytes in total exceed MPI\'s int count '
+                             'limit (rank {})'.format(what, at, self._rank))
+        return counts, displs, at
+
+    @staticmethod
+    def _unpack(buf, descs, displs):
+        out = []
+        for (dtype, shape), d in zip(descs, displs):
+            n = codec.nbytes_of(dtype, shape)
+            out.append(buf[d:d + n].view(dtype).reshape(shape))
+        return tuple(out)
+
+    def bcast(self, data, max_buf_len=None, root=0):
+        """bcast(data, max_buf_len=None, root=0): root's array everywhere."""
+        self._check_root(root, 'bcast')
+        chunk = max_buf_len or self._configs['max_buf_len']
+        header = self._header
+        if self._rank == root:
+            if isinstance(data, (tuple, list)):
+                raise TypeError('bcast: tuple data cannot be broadcast '
+                                '(root {})'.format(root))
+            x = codec.as_sendable(data, 'bcast (root {})'.format(root))
+            codec.describe_fixed(x, header)
+        self.mpi_comm.Bcast(header, root=root)
+        if self._rank != root:
+            dtype, shape = codec.parse_fixed(header)
+            x = numpy.empty(shape, dtype=dtype)
+        view = codec.byte_view(x)
+        for start in range(0, view.size, chunk):
+            self.mpi_comm.Bcast(view[start:start + chunk], root=root)
+        return data if self._rank == root else x
+
+    def gather(self, data, root=0):
+        """gather(data, root=0): tuple of every rank's array at root."""
+        self._check_root(root, 'gather')
+        x = codec.as_sendable(data, 'gather (rank {})'.format(self._rank))
+        descs = self._exchange_descriptors(x, 'gather')
+        counts, displs, total = self._v_layout(descs, 'gather')
+        if self._rank != root:
+            self.mpi_comm.Gatherv(codec.byte_view(x), None, root=root)
+            return None
+        buf = numpy.empty(total, dtype=numpy.uint8)
+        self.mpi_comm.Gatherv(codec.byte_view(x),
+                              [buf, (counts, displs)], root=root)
+        return self._unpack(buf, descs, displs)
+
+    def allgather(self, x):
+        """allgather(x): tuple of every rank's array on every rank."""
+        x = codec.as_sendable(x, 'allgather (rank {})'.format(self._rank))
+        descs = self._exchange_descriptors(x, 'allgather')
+        counts, displs, total = self._v_layout(descs, 'allgather')
+        buf = numpy.empty(total, dtype=numpy.uint8)
+        self.mpi_comm.Allgatherv(codec.byte_view(x), [buf, (counts, displs)])
+        return self._unpack(buf, descs, displs)
+
+    def scatter(self, xs, root=0):
+        """scatter(xs, root=0): rank i gets xs[i] (a tuple of arrays, or
+        an array split along its first axis) from root."""
+        self._check_root(root, 'scatter')
+        rows = None
+        sendspec = None
+        header = self._header
+        if self._rank == root:
+            what = 'scatter (root {})'.format(root)
+            if isinstance(xs, (tuple, list)):
+                parts = [codec.as_sendable(x, what) for x in xs]
+                packed = None
+            else:
+                arr = codec.as_sendable(xs, what)
+                if arr.ndim == 0:
+                    raise ValueError(what + ': cannot scatter a 0-d array')
+                parts = [arr[i] for i in range(arr.shape[0])]
+                packed = arr
+            if len(parts) != self._size:
+                raise ValueError('{}: expecting {} arrays (one per rank), '
+                                 'got {}'.format(what, self._size,
+                                                 len(parts)))
+            rows = numpy.empty((self._size, codec.DESCRIPTOR_WORDS),
+                               dtype=numpy.int64)
+            for row, p in zip(rows, parts):
+                codec.describe_fixed(p, row)
+            counts = [p.nbytes for p in parts]
+            if packed is not None:
+                sbuf = codec.byte_view(packed)
+                displs = [i * (counts[0] if counts else 0)
+                          for i in range(self._size)]
+            else:
+                displs, at = [], 0
+                for c in counts:
+                    displs.append(at)
+                    at += c
+                sbuf = numpy.empty(at, dtype=numpy.uint8)
+                for p, d in zip(parts, displs):
+                    sbuf[d:d + p.nbytes] = codec.byte_view(p)
+            if sum(counts) > _mpi.INT_MAX:
+                raise ValueError(what + ': more than INT_MAX bytes')
+            sendspec = [sbuf, (counts, displs)]
+        self.mpi_comm.Scatter(rows, header, root=root)
+        dtype, shape = codec.parse_fixed(header)
+        out = numpy.empty(shape, dtype=dtype)
+        self.mpi_comm.Scatterv(sendspec, codec.byte_view(out), root=root)
+        return out
+
+    def alltoall(self, xs):
+        """alltoall(xs): tuple whose i-th array is rank i's xs[rank]."""
+        what = 'alltoall (rank {})'.format(self._rank)
+        if len(xs) != self._size:
+            raise ValueError('{}: expecting {} arrays (one per rank), got '
+                             '{}'.format(what, self._size, len(xs)))
+        parts = [codec.as_sendable(x, what) for x in xs]
+        rows = numpy.empty((self._size, codec.DESCRIPTOR_WORDS),
+                           dtype=numpy.int64)
+        for row, p in zip(rows, parts):
+            codec.describe_fixed(p, row)
+        got = numpy.empty_like(rows)
+        self.mpi_comm.Alltoall(rows, got)
+        descs = [codec.parse_fixed(row) for row in got]
+        scounts = [p.nbytes for p in parts]
+        sdispls, at = [], 0
+        for c in scounts:
+            sdispls.append(at)
+            at += c
+        sbuf = numpy.empty(at, dtype=numpy.uint8)
+        for p, d in zip(parts, sdispls):
+            sbuf[d:d + p.nbytes] = codec.byte_view(p)
+        rcounts, rdispls, total = self._v_layout(descs, 'alltoall')
+        rbuf = numpy.empty(total, dtype=numpy.uint8)
+        self.mpi_comm.Alltoallv([sbuf, (scounts, sdispls)],
+                                [rbuf, (rcounts, rdispls)])
+        return self._unpack(rbuf, descs, rdispls)
+
+    def allreduce(self, data):
+        """allreduce(data): elementwise sum of every rank's array.
+
+        Every rank must pass the same shape and dtype; otherwise every rank
+        raises ValueError listing each rank's shape and dtype.
+        """
+        what = 'allreduce (rank {})'.format(self._rank)
+        if isinstance(data, (tuple, list)):
+            raise TypeError(what + ': tuple data cannot be allreduced')
+        x = codec.as_sendable(data, what)
+        descs = self._exchange_descriptors(x, 'allreduce')
+        if any(d != descs[0] for d in descs):
+            raise ValueError('allreduce: ranks passed different arrays: ' +
+                             ', '.join('rank {}: shape {} dtype {}'.format(
+                                 r, s, d) for r, (d, s) in enumerate(descs)))
+        wire = numpy.float32 if x.dtype == numpy.float16 else x.dtype
+        _mpi.reduce_datatype(self._module, wire)
+        send = x.astype(wire, copy=False)
+        out = numpy.empty(x.shape, dtype=wire)
+        self.mpi_comm.Allreduce(send, out, op=self._module.SUM)
+        return out.astype(x.dtype, copy=False)
+
+    # -- object collectives ----------------------------------------------
+    def _max_buf_len(self, max_buf_len):
+        if max_buf_len is None:
+            return self._configs['max_buf_len']
+        return objects.check_max_buf_len(max_buf_len)
+
+    def bcast_obj(self, obj, max_buf_len=None, root=0):
+        """bcast_obj(obj, max_buf_len=256 MiB, root=0): root's object."""
+        return objects.bcast_obj(self.mpi_comm, obj,
+                                 self._max_buf_len(max_buf_len), root)
+
+    def gather_obj(self, obj, root=0):
+        """gather_obj(obj, root=0): list of every rank's object at root."""
+        return objects.gather_obj(self.mpi_comm, obj,
+                                  self._configs['max_buf_len'], root)
+
+    def allgather_obj(self, obj):
+        """allgather_obj(obj): list of every rank's object everywhere."""
+        return objects.allgather_obj(self.mpi_comm, obj,
+                                     self._configs['max_buf_len'])
+
+    def scatter_obj(self, objs, root=0):
+        """scatter_obj(objs, root=0): rank i gets objs[i] from root."""
+        return objects.scatter_obj(self.mpi_comm, objs,
+                                   self._configs['max_buf_len'], root)
+
+    def allreduce_obj(self, obj):
+        """allreduce_obj(obj): sum (``+``) of every rank's object."""
+        return objects.allreduce_obj(self.mpi_comm, obj,
+                                     self._configs['max_buf_len'])
+
+    # -- models ----------------------------------------------------------
+    def bcast_data(self, model):
+        """bcast_data(model): every rank gets rank 0's parameter data."""
+        arrays = [p.data for _, p in _grads.params_with_data(model)]
+        bcast = getattr(self._strategy, 'bcast_arrays', None)
+        if bcast is not None:
+            return bcast(self, arrays)
+        self._bcast_buffers.apply(self, arrays, self._bcast_vector,
+                                  keep_dtype=True)
+
+    def _bcast_vector(self, comm, vec):
+        view = vec.view(numpy.uint8)
+        step = _strategies.CHUNK_BYTES
+        for start in range(0, view.size, step):
+            self.mpi_comm.Bcast(view[start:start + step], root=0)
+
+    def multi_node_mean_grad(self, model, zero_fill=False):
+        """multi_node_mean_grad(model, zero_fill=False): every grad becomes
+        its mean over the ranks; see ChainerMN for ``zero_fill``."""
+        grads = _grads.grads_for_mean(self.mpi_comm, self._module, model,
+                                      zero_fill,
+                                      self._configs['max_buf_len'])
+        if grads:
+            self._strategy.mean(self, grads)
