@@ -15,5 +15,11 @@ from chainermn_lite import links  # NOQA
 from chainermn_lite import optimizers  # NOQA
 from chainermn_lite.communicators import CommunicatorBase  # NOQA
 from chainermn_lite.communicators import create_communicator  # NOQA
+from chainermn_lite.datasets import DataSizeError  # NOQA
+from chainermn_lite.datasets import scatter_dataset  # NOQA
+from chainermn_lite.datasets import scatter_index  # NOQA
+from chainermn_lite.extensions import create_multi_node_checkpointer  # NOQA
+from chainermn_lite.extensions import create_multi_node_evaluator  # NOQA
+from chainermn_lite.optimizers import create_multi_node_optimizer  # NOQA
 
 __version__ = chainer.__version__

@@ -1,1 +1,8 @@
 """Dataset scattering across ranks."""
+from chainermn_lite.datasets.empty_dataset import create_empty_dataset
+from chainermn_lite.datasets.scatter import DataSizeError
+from chainermn_lite.datasets.scatter import scatter_dataset
+from chainermn_lite.datasets.scatter import scatter_index
+
+__all__ = ['create_empty_dataset', 'DataSizeError', 'scatter_dataset',
+           'scatter_index']

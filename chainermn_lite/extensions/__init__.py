@@ -1,1 +1,14 @@
 """Trainer extensions that work across ranks."""
+from chainermn_lite.extensions.allreduce_persistent import \
+    AllreducePersistent
+from chainermn_lite.extensions.checkpoint import \
+    create_multi_node_checkpointer
+from chainermn_lite.extensions.checkpoint import multi_node_snapshot
+from chainermn_lite.extensions.multi_node_evaluator import \
+    create_multi_node_evaluator
+from chainermn_lite.extensions.observation_aggregator import \
+    ObservationAggregator
+
+__all__ = ['AllreducePersistent', 'create_multi_node_checkpointer',
+           'multi_node_snapshot', 'create_multi_node_evaluator',
+           'ObservationAggregator']

@@ -1,0 +1,105 @@
+"""An iterator whose batches are drawn on one rank and sent to all."""
+import chainer
+
+from chainermn_lite.iterators import batch_check
+
+__all__ = ['create_multi_node_iterator']
+
+_STATE_KEYS = ('epoch', 'is_new_epoch', 'epoch_detail',
+               'previous_epoch_detail', 'current_position', 'batch_size')
+
+
+class _MultiNodeIterator(chainer.dataset.Iterator):
+    """Only the master's actual iterator is advanced; every rank receives
+    its batch and its progress attributes with one ``bcast_obj``."""
+
+    def __init__(self, actual_iterator, communicator, rank_master, check):
+        if not 0 <= rank_master < communicator.size:
+            raise ValueError('rank_master {} is not a rank of {!r}'
+                             .format(rank_master, communicator))
+        self.communicator = communicator
+        self.rank_master = rank_master
+        self.is_master = communicator.rank == rank_master
+        self.actual_iterator = actual_iterator if self.is_master else None
+        if self.is_master and actual_iterator is None:
+            raise ValueError('the master rank {} needs an actual iterator'
+                             .format(rank_master))
+        self.check = batch_check.check_enabled(communicator, check)
+        self._step = 0
+        self._state = dict.fromkeys(_STATE_KEYS)
+        self._share_state({})
+
+    def _master_state(self):
+        it = self.actual_iterator
+        return {key: getattr(it, key, None) for key in _STATE_KEYS}
+
+    def _share_state(self, extra):
+        message = None
+        if self.is_master:
+            message = (self._master_state(), extra)
+        state, extra = self.communicator.bcast_obj(message,
+                                                   root=self.rank_master)
+        self._state = state
+        return extra
+
+    def __next__(self):
+        """next(): the master's next batch, on every rank."""
+        batch, stop = None, False
+        if self.is_master:
+            try:
+                batch = self.actual_iterator.__next__()
+            except StopIteration:
+                stop = True
+        message = None
+        if self.is_master:
+            message = (self._master_state(), (stop, batch))
+        state, (stop, batch) = self.communicator.bcast_obj(
+            message, root=self.rank_master)
+        self._state = state
+        if stop:
+            raise StopIteration
+        self._step += 1
+        if self.check:
+            batch_check.verify_same_batch(self.communicator, batch,
+                                          self._step, 'multi-node iterator')
+        return batch
+
+    next = __next__
+
+    def __getattr__(self, name):
+        state = self.__dict__.get('_state')
+        if state is not None and name in state:
+            return state[name]
+        raise AttributeError(name)
+
+    def reset(self):
+        """reset(): reset the master's iterator (collective)."""
+        if self.is_master:
+            self.actual_iterator.reset()
+        self._share_state({})
+
+    def finalize(self):
+        """finalize(): finalize the master's iterator."""
+        if self.is_master:
+            self.actual_iterator.finalize()
+
+    def serialize(self, serializer):
+        """serialize(serializer): collective; the master's iterator state
+        is what is saved and loaded, the others mirror it."""
+        if self.is_master:
+            self.actual_iterator.serialize(serializer)
+        self._share_state({})
+
+
+def create_multi_node_iterator(actual_iterator, communicator, rank_master=0,
+                               check=None):
+    """create_multi_node_iterator(actual_iterator, communicator,
+    rank_master=0): every rank gets the batches that ``actual_iterator``
+    makes on ``rank_master`` (other ranks' ``actual_iterator`` is ignored).
+
+    ``epoch``, ``is_new_epoch``, ``epoch_detail`` follow the master's.
+    ``check`` (default: on for simulated communicators) verifies at each
+    step that every rank received the same batch.
+    """
+    return _MultiNodeIterator(actual_iterator, communicator, rank_master,
+                              check)
