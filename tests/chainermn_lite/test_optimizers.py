@@ -1,0 +1,125 @@
+"""Multi-node optimizer: data-parallel training equals one big batch."""
+import chainer
+import chainer.functions as F
+import chainer.links as L
+import numpy as np
+import pytest
+
+import chainermn_lite
+
+GLOBAL_BATCH = 12
+STEPS = 4
+
+
+class _Net(chainer.Chain):
+    def __init__(self, seed):
+        super().__init__()
+        rng = np.random.RandomState(seed)
+        with self.init_scope():
+            self.l1 = L.Linear(5, 7, initialW=rng.normal(size=(7, 5)))
+            self.l2 = L.Linear(7, 3, initialW=rng.normal(size=(3, 7)))
+
+    def forward(self, x, t):
+        return F.softmax_cross_entropy(self.l2(F.tanh(self.l1(x))), t)
+
+
+def _data():
+    rng = np.random.RandomState(42)
+    x = rng.normal(size=(STEPS, GLOBAL_BATCH, 5)).astype(np.float32)
+    t = rng.randint(0, 3, size=(STEPS, GLOBAL_BATCH)).astype(np.int32)
+    return x, t
+
+
+def _optimizer():
+    opt = chainer.optimizers.MomentumSGD(lr=0.1)
+    return opt
+
+
+def _params(model):
+    return {n: p.array.copy() for n, p in sorted(model.namedparams())}
+
+
+def _reference(stale):
+    """One process, batch GLOBAL_BATCH; ``stale``: step t applies the
+    gradient of step t - 1 (what double buffering does)."""
+    model = _Net(0)
+    opt = _optimizer()
+    opt.setup(model)
+    opt.add_hook(chainer.optimizer_hooks.WeightDecay(1e-3))
+    x, t = _data()
+    previous = None
+    for step in range(STEPS):
+        model.cleargrads()
+        model(x[step], t[step]).backward()
+        grads = {n: p.grad.copy() for n, p in model.namedparams()}
+        if stale:
+            if previous is not None:
+                for n, p in model.namedparams():
+                    p.grad = previous[n]
+                opt.update()
+            previous = grads
+        else:
+            opt.update()
+    return _params(model)
+
+
+def _data_parallel(mpi_comm, double_buffering, name='naive'):
+    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+    # Different initial weights per rank: the first update must broadcast.
+    model = _Net(comm.rank)
+    opt = chainermn_lite.create_multi_node_optimizer(
+        _optimizer(), comm, double_buffering=double_buffering)
+    opt.setup(model)
+    opt.add_hook(chainer.optimizer_hooks.WeightDecay(1e-3))
+    opt.update()  # broadcasts rank 0's parameters
+    x, t = _data()
+    local = GLOBAL_BATCH // comm.size
+    mine = slice(comm.rank * local, (comm.rank + 1) * local)
+    for step in range(STEPS):
+        opt.update(model, x[step][mine], t[step][mine])
+    if double_buffering:
+        opt.wait()
+    return _params(model), opt
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+@pytest.mark.parametrize('name', ['naive', 'flat'])
+def test_matches_one_process_with_global_batch(mpi_comm, name):
+    params, opt = _data_parallel(mpi_comm, False, name)
+    expected = _reference(stale=False)
+    assert sorted(params) == sorted(expected)
+    for key in expected:
+        np.testing.assert_allclose(params[key], expected[key], rtol=1e-5,
+                                   atol=1e-6, err_msg=key)
+    assert opt.t == STEPS  # the broadcast step is not an update
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+def test_double_buffering_applies_previous_step_gradient(mpi_comm):
+    params, opt = _data_parallel(mpi_comm, True)
+    expected = _reference(stale=True)
+    for key in expected:
+        np.testing.assert_allclose(params[key], expected[key], rtol=1e-5,
+                                   atol=1e-6, err_msg=key)
+    assert opt.t == STEPS - 1
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_wrapper_delegates_attributes_and_serialization(mpi_comm, tmp_path):
+    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    model = _Net(0)
+    opt = chainermn_lite.create_multi_node_optimizer(
+        chainer.optimizers.SGD(lr=0.5), comm)
+    opt.setup(model)
+    assert opt.lr == 0.5 and opt.target is model
+    opt.lr = 0.25
+    assert opt.actual_optimizer.lr == 0.25
+    opt.update()
+    x, t = _data()
+    opt.update(model, x[0][:2], t[0][:2])
+    path = str(tmp_path / 'opt.{}.npz'.format(comm.rank))
+    chainer.serializers.save_npz(path, opt)
+    fresh = chainer.optimizers.SGD(lr=0.5)
+    fresh.setup(_Net(0))
+    chainer.serializers.load_npz(path, fresh)
+    assert fresh.t == opt.t == 1
