@@ -116,8 +116,8 @@ def send(x, communicator, rank, tag=0):
     reaches this send and receives its gradients. Backward runs even when
     ``x`` needs no gradient, so the receiving rank never waits forever.
     """
-    rank = _wire.check_peer(communicator, rank, 'send')
     tag = _wire.check_tag(tag, 'send')
+    rank = _wire.check_peer(communicator, rank, 'send')
     xs, as_tuple = _as_variables(x)
     xp = backend.get_array_module(xs[0].array)
     # The dummy input requires grad, so backward always reaches this node.
@@ -138,8 +138,8 @@ def recv(communicator, rank, delegate_variable=None, tag=0, device=None,
     component of this rank's graph, typically a ``send``'s delegate).
     ``device`` (a Chainer device specifier) moves the received arrays.
     """
-    rank = _wire.check_peer(communicator, rank, 'recv')
     tag = _wire.check_tag(tag, 'recv')
+    rank = _wire.check_peer(communicator, rank, 'recv')
     if delegate_variable is None:
         delegate_variable = chainer.Variable(_wire.empty_delegate())
     elif isinstance(delegate_variable, (tuple, list)):

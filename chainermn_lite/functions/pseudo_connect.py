@@ -31,6 +31,7 @@ class PseudoConnect(chainer.FunctionNode):
     def forward(self, inputs):
         delegate = inputs[0]
         self._delegate_spec = (delegate.shape, delegate.dtype)
+        self._actual_specs = [(x.shape, x.dtype) for x in inputs[1:]]
         self._xp = backend.get_array_module(delegate)
         return inputs[1:]
 
@@ -41,6 +42,12 @@ class PseudoConnect(chainer.FunctionNode):
                 # A non-None zero gradient keeps Chainer walking into the
                 # delegate's creator (e.g. a send whose backward must run).
                 shape, dtype = self._delegate_spec
+                out.append(_wire.zeros_grad(shape, dtype, self._xp))
+            elif grad_outputs[i - 1] is None:
+                # ``psi.backward()`` on a delegate gives no gradient; zeros
+                # still carry backward on to the actual variable's creator
+                # (typically another send).
+                shape, dtype = self._actual_specs[i - 1]
                 out.append(_wire.zeros_grad(shape, dtype, self._xp))
             else:
                 out.append(grad_outputs[i - 1])

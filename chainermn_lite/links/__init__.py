@@ -1,1 +1,7 @@
 """Links for model-parallel and multi-node training."""
+from chainermn_lite.links.multi_node_chain_list import (  # NOQA
+    MultiNodeChainList)
+from chainermn_lite.links.n_step_rnn import (  # NOQA
+    create_multi_node_n_step_rnn)
+from chainermn_lite.links.halo_convolution import HaloConvolution2D  # NOQA
+from chainermn_lite.links.vecpar_linear import VecparLinear  # NOQA

@@ -1,0 +1,127 @@
+"""functions.send / functions.recv: values, gradients, tuples, errors."""
+import chainer
+import chainer.functions as F
+import numpy as np
+import pytest
+
+import chainermn_lite
+from chainermn_lite.functions import _wire
+
+
+def _comm(mpi_comm):
+    return chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+
+
+def _partner(rank, size):
+    """Pairs (0,1), (2,3)...; a last odd rank has no partner."""
+    peer = rank ^ 1
+    return peer if peer < size else None
+
+
+@pytest.mark.mpi(sizes=(2, 3, 4))
+def test_round_trip_values_and_gradients(mpi_comm):
+    comm = _comm(mpi_comm)
+    peer = _partner(comm.rank, comm.size)
+    if peer is None:
+        return
+    rs = np.random.RandomState(7)
+    x_data = rs.randn(5, 3).astype(np.float32)
+    w = rs.randn(5, 3).astype(np.float32)
+    for _ in range(3):  # later iterations must not see stale messages
+        if comm.rank % 2 == 0:
+            x = chainer.Variable(x_data.copy())
+            phi = chainermn_lite.functions.send(x * 2, comm, rank=peer)
+            assert phi.shape == (0,) and phi.name == 'delegate_variable'
+            y = chainermn_lite.functions.recv(comm, rank=peer,
+                                              delegate_variable=phi)
+            np.testing.assert_allclose(y.array, x_data * 2 * 3 + 1,
+                                       rtol=1e-6)
+            F.sum(y * w).backward()
+            # y = 6 x + 1, so dL/dx = 6 w
+            np.testing.assert_allclose(x.grad, 6 * w, rtol=1e-6)
+        else:
+            h = chainermn_lite.functions.recv(comm, rank=peer)
+            assert h.shape == (5, 3) and h.dtype == np.float32
+            phi = chainermn_lite.functions.send(h * 3 + 1, comm, rank=peer)
+            phi.backward()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_tuples_travel_with_shapes_and_dtypes(mpi_comm):
+    comm = _comm(mpi_comm)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(4, dtype=np.float64)
+    if comm.rank == 0:
+        va, vb = chainer.Variable(a), chainer.Variable(b)
+        phi = chainermn_lite.functions.send((va, vb), comm, rank=1, tag=3)
+        phi.backward()
+        np.testing.assert_array_equal(va.grad, np.full_like(a, 2))
+        np.testing.assert_array_equal(vb.grad, np.full_like(b, 5))
+        assert vb.grad.dtype == np.float64
+    else:
+        ya, yb = chainermn_lite.functions.recv(comm, rank=0, tag=3)
+        np.testing.assert_array_equal(ya.array, a)
+        np.testing.assert_array_equal(yb.array, b)
+        assert yb.dtype == np.float64
+        loss = F.sum(ya) * 2 + F.cast(F.sum(yb) * 5, np.float32)
+        loss.backward()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_force_tuple_and_unused_output_gets_zero_gradient(mpi_comm):
+    comm = _comm(mpi_comm)
+    if comm.rank == 0:
+        a = chainer.Variable(np.ones(3, np.float32))
+        b = chainer.Variable(np.ones(2, np.float32))
+        chainermn_lite.functions.send([a, b], comm, rank=1).backward()
+        np.testing.assert_array_equal(a.grad, [4, 4, 4])
+        np.testing.assert_array_equal(b.grad, [0, 0])
+    else:
+        ya, _ = chainermn_lite.functions.recv(comm, rank=0, force_tuple=True)
+        F.sum(ya * 4).backward()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_send_of_input_without_grad_still_backprops(mpi_comm):
+    # chainermn#214: a send whose input needs no gradient must still take
+    # the peer's gradient in backward, or the peer waits forever.
+    comm = _comm(mpi_comm)
+    if comm.rank == 0:
+        phi = chainermn_lite.functions.send(np.ones((2, 2), np.float32),
+                                            comm, rank=1)
+        phi.backward()
+    else:
+        y = chainermn_lite.functions.recv(comm, rank=0)
+        F.sum(y).backward()
+    comm.mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_gradient_never_taken_for_an_activation(mpi_comm):
+    # A gradient left on the wire (tag t, backward) must not be received
+    # as the next activation (tag t, forward).
+    comm = _comm(mpi_comm)
+    if comm.rank == 1:
+        comm.send(np.full(4, -1, np.float32), 0, _wire.backward_tag(0))
+        chainermn_lite.functions.send(np.arange(4, dtype=np.float32), comm,
+                                      rank=0)
+    else:
+        y = chainermn_lite.functions.recv(comm, rank=1)
+        np.testing.assert_array_equal(y.array, np.arange(4))
+        stale = comm.recv(1, _wire.backward_tag(0))
+        np.testing.assert_array_equal(stale, np.full(4, -1))
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_bad_peers_and_tags_are_refused_with_the_value(mpi_comm):
+    comm = _comm(mpi_comm)
+    x = chainer.Variable(np.ones(2, np.float32))
+    with pytest.raises(ValueError, match='itself'):
+        chainermn_lite.functions.send(x, comm, rank=comm.rank)
+    with pytest.raises(ValueError, match='itself'):
+        chainermn_lite.functions.recv(comm, rank=comm.rank)
+    with pytest.raises(ValueError, match='rank 5 is out of range'):
+        chainermn_lite.functions.send(x, comm, rank=5)
+    with pytest.raises(ValueError, match="tag must be an int >= 0, got -1"):
+        chainermn_lite.functions.recv(comm, rank=(comm.rank + 1) % 2,
+                                      tag=-1)
