@@ -20,6 +20,7 @@ from chainermn_lite.datasets import scatter_dataset  # NOQA
 from chainermn_lite.datasets import scatter_index  # NOQA
 from chainermn_lite.extensions import create_multi_node_checkpointer  # NOQA
 from chainermn_lite.extensions import create_multi_node_evaluator  # NOQA
+from chainermn_lite.links import MultiNodeChainList  # NOQA
 from chainermn_lite.optimizers import create_multi_node_optimizer  # NOQA
 
 __version__ = chainer.__version__
