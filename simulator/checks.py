@@ -1,0 +1,162 @@
+"""Reports for the checks: deadlocks, unmatched messages, explainers.
+
+A :class:`Report` lists, per rank, the pending call (a
+:class:`simulator.trace.CallRecord`: op, peer, tag, communicator and the
+recorded stack) and the messages nobody received. Other modules add hints
+with :func:`register_explainer`: ``fn(report) -> str or None``.
+"""
+import threading
+
+__all__ = ['Report', 'register_explainer', 'unregister_explainer',
+           'explainers']
+
+# Explainers are registered at import time by simulator modules; the list
+# only grows (idempotent) and is read under its lock.
+_explainers = []
+_explainers_lock = threading.Lock()
+
+
+def register_explainer(fn):
+    """Add ``fn(report) -> hint or None`` to every deadlock/unmatched report.
+
+    Returns ``fn`` so it can be used as a decorator. Registering the same
+    function twice has no effect.
+    """
+    with _explainers_lock:
+        if fn not in _explainers:
+            _explainers.append(fn)
+    return fn
+
+
+def unregister_explainer(fn):
+    """Remove an explainer added by :func:`register_explainer`."""
+    with _explainers_lock:
+        if fn in _explainers:
+            _explainers.remove(fn)
+
+
+def explainers():
+    """The registered explainers (a copy)."""
+    with _explainers_lock:
+        return list(_explainers)
+
+
+class Report:
+    """What each rank was doing when a check fired.
+
+    ``pending``: {world rank: CallRecord} of blocked ranks; ``running``:
+    ranks still in user code; ``finished``: ranks that returned;
+    ``unmatched``: list of (dest world rank, Message) never received;
+    ``missing``: {(comm name, seq): [comm ranks not joined]} for
+    collectives; ``kind``: 'deadlock', 'timeout' or 'unmatched'.
+    """
+
+    def __init__(self, kind, size):
+        self.kind = kind
+        self.size = size
+        self.pending = {}
+        self.running = []
+        self.finished = []
+        self.unmatched = []
+        self.unreceived = []    # posted receives never matched
+        self.missing = {}
+        self.hints = []
+
+    @classmethod
+    def from_world(cls, world, kind):
+        """Snapshot a world's blocked ranks (``world.lock`` held)."""
+        report = cls(kind, world.size)
+        for rank in range(world.size):
+            record = world.waiting[rank]
+            if record is not None:
+                report.pending[rank] = record
+            elif world.finished[rank]:
+                report.finished.append(rank)
+            else:
+                report.running.append(rank)
+        for (_ctx, seq), slot in world.collectives.items():
+            absent = [r for r in range(slot.size) if slot.calls[r] is None]
+            if absent:
+                report.missing[(slot.comm_name, seq)] = absent
+        report._collect_unmatched(world)
+        return report
+
+    @classmethod
+    def unmatched_from_world(cls, world):
+        """Messages and receives left over at the end of a run."""
+        report = cls('unmatched', world.size)
+        report.finished = list(range(world.size))
+        report._collect_unmatched(world)
+        return report
+
+    def _collect_unmatched(self, world):
+        for dest in range(world.size):
+            for queue in world.unexpected[dest].values():
+                for msg in queue:
+                    self.unmatched.append((dest, msg))
+            for queue in world.posted[dest].values():
+                for req in queue:
+                    self.unreceived.append((dest, req.record))
+
+    def format(self, headline):
+        """The full text: headline, each rank's state, hints."""
+        lines = [headline + ':']
+        for rank in sorted(self.pending):
+            record = self.pending[rank]
+            lines.append('  rank {}: blocked in {}'.format(
+                rank, record.describe()))
+            if record.seq is not None:
+                absent = self.missing.get((record.comm, record.seq))
+                if absent:
+                    lines.append('    (ranks {} of {} never joined this '
+                                 'collective)'.format(absent, record.comm))
+        if self.running:
+            lines.append('  ranks still running: {}'.format(
+                _ranges(self.running)))
+        if self.finished and self.kind != 'unmatched':
+            lines.append('  ranks finished: {}'.format(
+                _ranges(self.finished)))
+        for dest, msg in self.unmatched[:50]:
+            lines.append('  message from rank {} to rank {} never '
+                         'received: {}'.format(msg.record.rank, dest,
+                                               msg.record.describe()))
+        if len(self.unmatched) > 50:
+            lines.append('  ... and {} more messages'.format(
+                len(self.unmatched) - 50))
+        unreceived = [(d, r) for d, r in self.unreceived
+                      if d not in self.pending]
+        for dest, record in unreceived[:50]:
+            lines.append('  receive posted by rank {} never matched: '
+                         '{}'.format(dest, record.describe()))
+        self.hints = []
+        for fn in explainers():
+            try:
+                hint = fn(self)
+            except Exception as e:  # noqa: BLE001 -- a hint must not hide
+                hint = 'explainer {} failed: {!r}'.format(
+                    getattr(fn, '__name__', fn), e)
+            if hint:
+                self.hints.append(hint)
+        for hint in self.hints:
+            lines.append('  hint: {}'.format(hint))
+        return '\n'.join(lines)
+
+
+def _ranges(ranks):
+    """[0, 1, 2, 5] -> '0-2, 5' (reports at 1,024 ranks stay short)."""
+    out, start, prev = [], None, None
+    for r in sorted(ranks):
+        if start is None:
+            start = prev = r
+        elif r == prev + 1:
+            prev = r
+        else:
+            out.append(_span(start, prev))
+            start = prev = r
+    if start is not None:
+        out.append(_span(start, prev))
+    return ', '.join(out)
+
+
+def _span(a, b):
+    return str(a) if a == b else '{}-{}'.format(a, b)

@@ -1,0 +1,587 @@
+"""Collective methods of ``Comm`` (object and buffer), installed on it.
+
+Every function here is a ``Comm`` method: the n-th collective call of each
+rank meets in one :class:`simulator.collectives.Slot`. Object collectives
+pickle at arrival (like mpi4py, so ranks never share objects); buffer
+collectives read the other ranks' buffers directly while everybody is
+inside the call, then leave together.
+"""
+import pickle
+
+import numpy as np
+
+from simulator import collectives as coll
+from simulator.constants import ERR_TRUNCATE
+from simulator.constants import Exception as MPIException
+from simulator.datatypes import parse, parse_vector
+from simulator.errors import CollectiveMismatchError
+from simulator.ops import OP_NAMES, Op
+from simulator.request import Request
+from simulator.trace import CallRecord, capture
+
+__all__ = ['Barrier', 'barrier', 'Ibarrier', 'bcast', 'gather', 'scatter',
+           'allgather', 'alltoall', 'allreduce', 'reduce', 'scan', 'exscan',
+           'Bcast', 'Gather', 'Gatherv', 'Scatter', 'Scatterv', 'Allgather',
+           'Allgatherv', 'Alltoall', 'Alltoallv', 'Allreduce', 'Iallreduce',
+           'Reduce', 'Reduce_scatter_block', 'Reduce_scatter', 'Ibcast']
+
+SUM = OP_NAMES['SUM']
+_PICKLE = pickle.HIGHEST_PROTOCOL
+# Above this many elements, Allreduce splits the reduction among the rank
+# threads (NumPy releases the GIL); below it one rank reduces everything.
+_SHARED_REDUCTION = 1 << 15
+
+
+def _start(comm, op, signature, arg, combine=None, detail=None):
+    s = comm._s
+    seq = s.next_seq()
+    record = CallRecord(op, s.world_rank, None, None, s.name, seq, detail,
+                        raw=capture(3))
+    slot = coll.arrive(s, seq, op, signature, arg, record, combine)
+    return s, slot, record
+
+
+def _run(comm, op, signature, arg, finish=None, combine=None,
+         stay=False):
+    """One blocking collective: arrive, wait, finish, leave."""
+    s, slot, record = _start(comm, op, signature, arg, combine)
+    coll.wait_ready(s, slot, record)
+    try:
+        out = finish(s, slot) if finish is not None else slot.result
+    finally:
+        coll.leave(s, slot)
+    if stay:
+        coll.wait_departed(s, slot, record)
+    return out
+
+
+def _check_op(op):
+    if not isinstance(op, Op):
+        raise TypeError('expected a simulator.mpi Op (SUM, MAX...), got '
+                        '{!r}'.format(op))
+    return op
+
+
+# -- object collectives ---------------------------------------------------
+def barrier(self):
+    """Wait until every rank of the communicator arrives."""
+    _run(self, 'barrier', (), None)
+
+
+def Barrier(self):  # noqa: N802
+    """Wait until every rank of the communicator arrives."""
+    _run(self, 'Barrier', (), None)
+
+
+class _CollectiveRequest(Request):
+    """A non-blocking collective: completes when every rank has joined."""
+
+    def __init__(self, state, slot, record, finish=None, stay=False):
+        super().__init__(state.world, record.rank, record)
+        self._state_ = state
+        self._slot = slot
+        self._finish_fn = finish
+        self._stay = stay
+        self._left = False
+
+    def _ready(self):
+        if not self._slot.ready:
+            return False
+        if not self._stay or not self._left:
+            return True
+        return self._slot.departed == self._slot.size
+
+    def _finish(self, status):
+        if not self._left:
+            self._part()
+        if self._stay:
+            coll.wait_departed(self._state_, self._slot, self.record)
+        return None
+
+    def _part(self):
+        try:
+            if self._finish_fn is not None:
+                self._finish_fn(self._state_, self._slot)
+        finally:
+            self._left = True
+            coll.leave(self._state_, self._slot)
+
+    def test(self, status=None):
+        if self._done:
+            return True, None
+        with self._world.lock:
+            self._world.raise_if_broken(self._rank)
+            ready = self._slot.ready
+        if not ready:
+            return False, None
+        if not self._left:
+            self._part()
+        if self._stay:
+            with self._world.lock:
+                if self._slot.departed != self._slot.size:
+                    return False, None
+        self._done = True
+        return True, None
+
+
+def Ibarrier(self):  # noqa: N802
+    """Start a barrier; the request completes when all ranks arrived."""
+    s, slot, record = _start(self, 'Ibarrier', (), None)
+    return _CollectiveRequest(s, slot, record)
+
+
+def bcast(self, obj, root=0):
+    """Broadcast a picklable object from ``root``; every rank returns it."""
+    root = self._root(root)
+    mine = pickle.dumps(obj, _PICKLE) if self._s.rank == root else None
+    return _run(self, 'bcast', (('root', root),), mine,
+                lambda s, slot: pickle.loads(slot.args[root]))
+
+
+def gather(self, sendobj, root=0):
+    """A list of every rank's object at ``root``; None elsewhere."""
+    root = self._root(root)
+
+    def finish(s, slot):
+        if s.rank != root:
+            return None
+        return [pickle.loads(a) for a in slot.args]
+    return _run(self, 'gather', (('root', root),),
+                pickle.dumps(sendobj, _PICKLE), finish)
+
+
+def _split_items(self, sendobj, op):
+    size = len(self._s.group)
+    items = list(sendobj)
+    if len(items) != size:
+        raise ValueError('{} on {}: expecting {} items, got {}'.format(
+            op, self._s.name, size, len(items)))
+    return [pickle.dumps(x, _PICKLE) for x in items]
+
+
+def scatter(self, sendobj, root=0):
+    """Item ``i`` of root's sequence goes to rank ``i``."""
+    root = self._root(root)
+    mine = _split_items(self, sendobj, 'scatter') \
+        if self._s.rank == root else None
+    return _run(self, 'scatter', (('root', root),), mine,
+                lambda s, slot: pickle.loads(slot.args[root][s.rank]))
+
+
+def allgather(self, sendobj):
+    """Every rank's object, in rank order, on every rank."""
+    return _run(self, 'allgather', (), pickle.dumps(sendobj, _PICKLE),
+                lambda s, slot: [pickle.loads(a) for a in slot.args])
+
+
+def alltoall(self, sendobj):
+    """Rank ``i`` gets item ``i`` of every rank's sequence."""
+    return _run(self, 'alltoall', (), _split_items(self, sendobj,
+                                                   'alltoall'),
+                lambda s, slot: [pickle.loads(a[s.rank])
+                                 for a in slot.args])
+
+
+def _reduce_objects(op):
+    def combine(args):
+        result = pickle.loads(args[0])
+        for a in args[1:]:
+            result = op(result, pickle.loads(a))
+        return pickle.dumps(result, _PICKLE)
+    return combine
+
+
+def allreduce(self, sendobj, op=SUM):
+    """``op`` over every rank's object (rank order); all ranks get it."""
+    op = _check_op(op)
+    return _run(self, 'allreduce', (('op', op.name),),
+                pickle.dumps(sendobj, _PICKLE),
+                lambda s, slot: pickle.loads(slot.result),
+                combine=_reduce_objects(op))
+
+
+def reduce(self, sendobj, op=SUM, root=0):
+    """``op`` over every rank's object at ``root``; None elsewhere."""
+    op = _check_op(op)
+    root = self._root(root)
+    return _run(self, 'reduce', (('op', op.name), ('root', root)),
+                pickle.dumps(sendobj, _PICKLE),
+                lambda s, slot: pickle.loads(slot.result)
+                if s.rank == root else None,
+                combine=_reduce_objects(op))
+
+
+def _prefix(op, exclusive):
+    def combine(args):
+        out, acc = [], None
+        for i, a in enumerate(args):
+            value = pickle.loads(a)
+            if exclusive:
+                out.append(pickle.dumps(acc, _PICKLE))
+            acc = value if i == 0 else op(acc, value)
+            if not exclusive:
+                out.append(pickle.dumps(acc, _PICKLE))
+        return out
+    return combine
+
+
+def scan(self, sendobj, op=SUM):
+    """Inclusive prefix reduction of objects over ranks 0..rank."""
+    op = _check_op(op)
+    return _run(self, 'scan', (('op', op.name),),
+                pickle.dumps(sendobj, _PICKLE),
+                lambda s, slot: pickle.loads(slot.result[s.rank]),
+                combine=_prefix(op, False))
+
+
+def exscan(self, sendobj, op=SUM):
+    """Exclusive prefix reduction (None on rank 0)."""
+    op = _check_op(op)
+    return _run(self, 'exscan', (('op', op.name),),
+                pickle.dumps(sendobj, _PICKLE),
+                lambda s, slot: pickle.loads(slot.result[s.rank]),
+                combine=_prefix(op, True))
+
+
+# -- buffer collectives ---------------------------------------------------
+def _copy(dst, src, op, comm_name, to_rank, from_rank):
+    """Copy one block between ranks, checking dtype and size."""
+    if dst.dtype != src.dtype:
+        raise CollectiveMismatchError(
+            '{} on {}: rank {} receives {} but rank {} sends {}'.format(
+                op, comm_name, to_rank, dst.dtype, from_rank, src.dtype))
+    if src.size > dst.size:
+        raise MPIException(ERR_TRUNCATE, '{} on {}: rank {} receives {} '
+                           'elements where rank {} sends {}'.format(
+                               op, comm_name, to_rank, dst.size,
+                               from_rank, src.size))
+    if src.size != dst.size:
+        raise CollectiveMismatchError(
+            '{} on {}: rank {} expects {} elements from rank {}, which '
+            'sends {}'.format(op, comm_name, to_rank, dst.size, from_rank,
+                              src.size))
+    dst[...] = src
+
+
+def Bcast(self, buf, root=0):  # noqa: N802
+    """Copy root's buffer into every rank's buffer."""
+    root = self._root(root)
+    b = parse(buf, 'Bcast buffer')
+    mine = b.head()
+
+    def finish(s, slot):
+        if s.rank != root:
+            _copy(mine, slot.args[root], 'Bcast', s.name, s.rank, root)
+    _run(self, 'Bcast', (('root', root), ('count', b.count),
+                         ('dtype', str(mine.dtype))), mine, finish,
+         stay=True)
+
+
+def Ibcast(self, buf, root=0):  # noqa: N802
+    """Non-blocking Bcast; the data is in place once the request is done."""
+    root = self._root(root)
+    b = parse(buf, 'Ibcast buffer')
+    mine = b.head()
+
+    def finish(s, slot):
+        if s.rank != root:
+            _copy(mine, slot.args[root], 'Ibcast', s.name, s.rank, root)
+    s, slot, record = _start(self, 'Ibcast', (
+        ('root', root), ('count', b.count), ('dtype', str(mine.dtype))),
+        mine)
+    return _CollectiveRequest(s, slot, record, finish, stay=True)
+
+
+def _gather(self, op, sendbuf, recvbuf, root, vector):
+    root = self._root(root)
+    s = self._s
+    size = len(s.group)
+    at_root = s.rank == root
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
+                        default_equal=True) if at_root else None
+    send = parse(sendbuf, '{} send buffer'.format(op))
+    if send is not None and send.in_place:
+        if not at_root:
+            raise ValueError('{}: IN_PLACE is only valid at the root '
+                             '(rank {} is not root {})'.format(
+                                 op, s.rank, root))
+        mine = recv.part(s.rank)
+    else:
+        mine = send.head()
+
+    def finish(st, slot):
+        if at_root:
+            for r in range(size):
+                if r != st.rank or not send.in_place:
+                    _copy(recv.part(r), slot.args[r], op, st.name, root, r)
+    sig = (('root', root),) if vector else (('root', root),)
+    _run(self, op, sig, mine, finish, stay=True)
+
+
+def Gather(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    """Root receives every rank's block, in rank order."""
+    _gather(self, 'Gather', sendbuf, recvbuf, root, False)
+
+
+def Gatherv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    """Gather with per-rank counts/displacements at the root."""
+    _gather(self, 'Gatherv', sendbuf, recvbuf, root, True)
+
+
+def _scatter(self, op, sendbuf, recvbuf, root):
+    root = self._root(root)
+    s = self._s
+    size = len(s.group)
+    at_root = s.rank == root
+    send = parse_vector(sendbuf, size, '{} send buffer'.format(op)) \
+        if at_root else None
+    recv = parse(recvbuf, '{} receive buffer'.format(op))
+    in_place = recv is not None and recv.in_place
+    if in_place and not at_root:
+        raise ValueError('{}: IN_PLACE is only valid at the root (rank {} '
+                         'is not root {})'.format(op, s.rank, root))
+
+    def finish(st, slot):
+        if in_place:
+            return
+        _copy(recv.head(), slot.args[root].part(st.rank), op, st.name,
+              st.rank, root)
+    _run(self, op, (('root', root),), send, finish, stay=True)
+
+
+def Scatter(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    """Rank ``i`` receives block ``i`` of root's buffer."""
+    _scatter(self, 'Scatter', sendbuf, recvbuf, root)
+
+
+def Scatterv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    """Scatter with per-rank counts/displacements at the root."""
+    _scatter(self, 'Scatterv', sendbuf, recvbuf, root)
+
+
+def _allgather(self, op, sendbuf, recvbuf):
+    s = self._s
+    size = len(s.group)
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op))
+    send = parse(sendbuf, '{} send buffer'.format(op))
+    in_place = send.in_place
+    mine = recv.part(s.rank) if in_place else send.head()
+
+    def finish(st, slot):
+        for r in range(size):
+            if r != st.rank or not in_place:
+                _copy(recv.part(r), slot.args[r], op, st.name, st.rank, r)
+    _run(self, op, (('dtype', str(recv.dtype)),), mine, finish, stay=True)
+
+
+def Allgather(self, sendbuf, recvbuf):  # noqa: N802
+    """Every rank receives every rank's block, in rank order."""
+    _allgather(self, 'Allgather', sendbuf, recvbuf)
+
+
+def Allgatherv(self, sendbuf, recvbuf):  # noqa: N802
+    """Allgather with per-rank counts/displacements."""
+    _allgather(self, 'Allgatherv', sendbuf, recvbuf)
+
+
+def _alltoall(self, op, sendbuf, recvbuf):
+    s = self._s
+    size = len(s.group)
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op))
+    send = parse(sendbuf, '{} send buffer'.format(op))
+    if send.in_place:
+        # Others read our blocks while we overwrite them: send a snapshot.
+        send = parse_vector([recv.data.copy(), recv.counts, recv.displs,
+                             recv.datatype], size, op)
+    else:
+        send = parse_vector(sendbuf, size, '{} send buffer'.format(op))
+
+    def finish(st, slot):
+        for r in range(size):
+            _copy(recv.part(r), slot.args[r].part(st.rank), op, st.name,
+                  st.rank, r)
+    _run(self, op, (('dtype', str(recv.dtype)),), send, finish, stay=True)
+
+
+def Alltoall(self, sendbuf, recvbuf):  # noqa: N802
+    """Block ``j`` of rank ``i`` goes to block ``i`` of rank ``j``."""
+    _alltoall(self, 'Alltoall', sendbuf, recvbuf)
+
+
+def Alltoallv(self, sendbuf, recvbuf):  # noqa: N802
+    """Alltoall with per-rank counts/displacements."""
+    _alltoall(self, 'Alltoallv', sendbuf, recvbuf)
+
+
+def _reduction_buffers(self, op_name, sendbuf, recvbuf):
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    if send.in_place:
+        source = recv.head()
+    else:
+        source = send.head()
+        if recv is not None and recv.count < source.size:
+            raise MPIException(ERR_TRUNCATE, '{}: receive buffer of {} '
+                               'elements for {} sent'.format(
+                                   op_name, recv.count, source.size))
+    return send, recv, source
+
+
+def _reduce_all(op, args, out, lo, hi):
+    """``out = args[0][lo:hi] op args[1][lo:hi] ...``.
+
+    ``out`` may be one of the inputs (IN_PLACE): that input goes first.
+    """
+    order = list(range(len(args)))
+    for i, a in enumerate(args):
+        if np.may_share_memory(out, a[lo:hi]):
+            order.remove(i)
+            order.insert(0, i)
+            break
+    first = args[order[0]][lo:hi]
+    if op.ufunc is not None and len(args) > 1 and out.dtype != np.bool_:
+        op.ufunc(first, args[order[1]][lo:hi], out=out)
+        rest = order[2:]
+    else:
+        if not np.may_share_memory(out, first):
+            out[...] = first
+        rest = order[1:]
+    for i in rest:
+        op.reduce_into(out, args[i][lo:hi])
+
+
+def _check_blocks(op_name, name, args):
+    first = args[0]
+    for r, a in enumerate(args):
+        if a.dtype != first.dtype or a.size != first.size:
+            raise CollectiveMismatchError(
+                '{} on {}: rank 0 contributes {} x {} but rank {} '
+                'contributes {} x {}'.format(op_name, name, first.size,
+                                             first.dtype, r, a.size,
+                                             a.dtype))
+
+
+def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
+    op = _check_op(op)
+    s = self._s
+    send, recv, source = _reduction_buffers(self, op_name, sendbuf, recvbuf)
+    out = recv.head(source.size)
+    sig = (('op', op.name), ('count', source.size),
+           ('dtype', str(source.dtype)))
+    size = len(s.group)
+    if source.size < _SHARED_REDUCTION or size == 1:
+        def combine(args):
+            result = np.empty_like(args[0])
+            _reduce_all(op, args, result, 0, args[0].size)
+            return result
+
+        def finish(st, slot):
+            out[...] = slot.result
+        return sig, source, finish, combine, False
+
+    def finish_shared(st, slot):
+        # Rank i reduces slice i and writes it into every rank's result:
+        # nobody else reads slice i, so in-place buffers are safe.
+        args = [a[0] for a in slot.args]
+        outs = [a[1] for a in slot.args]
+        n = args[0].size
+        lo, hi = n * st.rank // size, n * (st.rank + 1) // size
+        _reduce_all(op, args, outs[st.rank][lo:hi], lo, hi)
+        for r in range(size):
+            if r != st.rank:
+                outs[r][lo:hi] = outs[st.rank][lo:hi]
+    return sig, (source, out), finish_shared, None, True
+
+
+def Allreduce(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    """Every rank's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""
+    sig, arg, finish, combine, shared = _allreduce_parts(
+        self, 'Allreduce', sendbuf, recvbuf, op)
+    _run(self, 'Allreduce', sig, arg, finish, combine, stay=shared)
+
+
+def Iallreduce(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
+    sig, arg, finish, combine, shared = _allreduce_parts(
+        self, 'Iallreduce', sendbuf, recvbuf, op)
+    s, slot, record = _start(self, 'Iallreduce', sig, arg, combine)
+    return _CollectiveRequest(s, slot, record, finish, stay=shared)
+
+
+def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
+    """Root's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""
+    op = _check_op(op)
+    root = self._root(root)
+    s = self._s
+    at_root = s.rank == root
+    send = parse(sendbuf, 'Reduce send buffer')
+    if send.in_place:
+        if not at_root:
+            raise ValueError('Reduce: IN_PLACE is only valid at the root')
+        source = parse(recvbuf, 'Reduce receive buffer').head()
+    else:
+        source = send.head()
+    out = parse(recvbuf, 'Reduce receive buffer').head(source.size) \
+        if at_root else None
+
+    def combine(args):
+        _check_blocks('Reduce', s.name, args)
+        result = np.empty_like(args[0])
+        _reduce_all(op, args, result, 0, args[0].size)
+        return result
+
+    def finish(st, slot):
+        if at_root:
+            out[...] = slot.result
+    _run(self, 'Reduce', (('op', op.name), ('root', root),
+                          ('count', source.size),
+                          ('dtype', str(source.dtype))),
+         source, finish, combine)
+
+
+def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
+    op = _check_op(op)
+    s = self._s
+    size = len(s.group)
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    in_place = send.in_place
+    source = recv.data if in_place else send.data
+    if counts is None:
+        if source.size < recv.count * size and not in_place:
+            raise ValueError('{}: send buffer holds {} elements, needs {} '
+                             'x {}'.format(op_name, source.size, size,
+                                           recv.count))
+        block = (source.size // size) if in_place else recv.count
+        counts = [block] * size
+    counts = [int(c) for c in counts]
+    displs = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
+    total = displs[-1]
+    lo, hi = displs[s.rank], displs[s.rank + 1]
+    dest = recv.data[:hi - lo]
+
+    def finish(st, slot):
+        args = slot.args
+        _check_blocks(op_name, st.name, args)
+        tmp = np.empty(hi - lo, dtype=source.dtype)
+        _reduce_all(op, args, tmp, lo, hi)
+        return tmp
+
+    sig = (('op', op.name), ('counts', tuple(counts)),
+           ('dtype', str(source.dtype)))
+    tmp = _run(self, op_name, sig, source[:total], finish, stay=True)
+    # Written only after everyone left: with IN_PLACE our buffer was input.
+    dest[...] = tmp
+
+
+def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    """Rank ``i`` gets block ``i`` of the ``op``-reduction of all sends."""
+    _reduce_scatter(self, 'Reduce_scatter_block', sendbuf, recvbuf, None,
+                    op)
+
+
+def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None,  # noqa: N802
+                   op=SUM):
+    """Reduce_scatter with per-rank ``recvcounts``."""
+    _reduce_scatter(self, 'Reduce_scatter', sendbuf, recvbuf, recvcounts,
+                    op)

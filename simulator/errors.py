@@ -1,0 +1,52 @@
+"""Exceptions the simulator raises when a program breaks an MPI rule."""
+
+__all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
+           'UnmatchedMessageError', 'MessageMismatchError',
+           'RankFailedError', 'AbortError']
+
+
+class SimulatorError(Exception):
+    """Base class: a rule of the simulated MPI world was broken.
+
+    ``report`` (when set) is the :class:`simulator.checks.Report` the
+    message was built from, for tools that want the details.
+    """
+
+    def __init__(self, message, report=None):
+        super().__init__(message)
+        self.report = report
+
+
+class DeadlockError(SimulatorError):
+    """Every live rank is blocked and no pending operation can complete."""
+
+
+class CollectiveMismatchError(SimulatorError):
+    """Ranks of one communicator disagree on a collective call."""
+
+
+class UnmatchedMessageError(SimulatorError):
+    """Messages were sent that no rank received before the run ended."""
+
+
+class MessageMismatchError(SimulatorError):
+    """A receive does not fit the message (dtype or kind differs)."""
+
+
+class RankFailedError(SimulatorError):
+    """Another rank failed; this rank's blocking call cannot complete.
+
+    ``failed_rank`` is the world rank whose exception broke the world.
+    """
+
+    def __init__(self, message, failed_rank=None, report=None):
+        super().__init__(message, report)
+        self.failed_rank = failed_rank
+
+
+class AbortError(SimulatorError):
+    """A rank called ``Abort(errorcode)``: the whole world stops."""
+
+    def __init__(self, message, errorcode=1, report=None):
+        super().__init__(message, report)
+        self.errorcode = errorcode

@@ -1,0 +1,126 @@
+"""An mpi4py-compatible ``MPI`` module over simulated rank threads.
+
+Use it like ``mpi4py.MPI``: ``COMM_WORLD`` resolves to the calling rank's
+world communicator (inside :func:`simulator.run` or ``python -m
+simulator``). Constants, datatypes, ops, ``Request``, ``Status`` and
+``Exception`` behave as in mpi4py.
+"""
+import socket
+import time
+
+from simulator import constants as _constants
+from simulator.comm import Comm, CommState, Intracomm, NullComm
+from simulator.constants import *  # noqa: F401,F403 -- the MPI namespace
+from simulator.datatypes import DATATYPE_NAMES, DATATYPE_NULL, Datatype
+from simulator.ops import OP_NAMES, Op
+from simulator.request import REQUEST_NULL, Request, Status
+from simulator.world import current
+
+__all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
+            'COMM_WORLD', 'COMM_SELF', 'COMM_NULL', 'REQUEST_NULL',
+            'DATATYPE_NULL', 'OP_NULL', 'Get_processor_name', 'Wtime',
+            'Wtick', 'Init', 'Init_thread', 'Finalize', 'Is_initialized',
+            'Is_finalized', 'Query_thread', 'Is_thread_main', 'Get_version',
+            'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION']
+           + list(_constants.__all__) + sorted(DATATYPE_NAMES)
+           + sorted(OP_NAMES))
+
+globals().update(DATATYPE_NAMES)
+globals().update(OP_NAMES)
+OP_NULL = Op('MPI_OP_NULL')
+VERSION, SUBVERSION = 3, 1
+
+
+def _rank_context(what):
+    ctx = current()
+    if ctx is None:
+        raise RuntimeError(
+            'simulator.mpi.{} used outside a simulated rank: run the code '
+            'with simulator.run(fn, size) or python -m simulator -n N '
+            'script.py'.format(what))
+    return ctx
+
+
+class _RankLocalComm(Intracomm):
+    """``COMM_WORLD`` / ``COMM_SELF``: the calling rank's communicator."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, attr, label):
+        self._attr = attr
+        self._label = label
+
+    @property
+    def _state(self):
+        return getattr(_rank_context(self._label), self._attr)._state
+
+    def __repr__(self):
+        if current() is None:
+            return '<simulator.mpi.{} (no rank)>'.format(self._label)
+        return super().__repr__()
+
+
+COMM_WORLD = _RankLocalComm('comm_world', 'COMM_WORLD')
+COMM_SELF = _RankLocalComm('comm_self', 'COMM_SELF')
+COMM_NULL = NullComm()
+
+
+def Get_processor_name():  # noqa: N802
+    """This rank's simulated host (``node0``...); the real one outside."""
+    ctx = current()
+    return socket.gethostname() if ctx is None else ctx.processor_name
+
+
+def Wtime():  # noqa: N802
+    """Wall-clock seconds."""
+    return time.perf_counter()
+
+
+def Wtick():  # noqa: N802
+    """Resolution of Wtime."""
+    return time.get_clock_info('perf_counter').resolution
+
+
+def Init():  # noqa: N802
+    """A no-op: a simulated world is initialised by simulator.run."""
+
+
+def Init_thread(required=_constants.THREAD_MULTIPLE):  # noqa: N802
+    """A no-op; returns THREAD_MULTIPLE."""
+    return _constants.THREAD_MULTIPLE
+
+
+def Finalize():  # noqa: N802
+    """A no-op: the world ends when every rank returns."""
+
+
+def Is_initialized():  # noqa: N802
+    """True inside a simulated rank."""
+    return current() is not None
+
+
+def Is_finalized():  # noqa: N802
+    """Never finalized while a rank runs."""
+    return False
+
+
+def Query_thread():  # noqa: N802
+    """Rank threads may all call MPI."""
+    return _constants.THREAD_MULTIPLE
+
+
+def Is_thread_main():  # noqa: N802
+    """True in a rank's own thread."""
+    return current() is not None
+
+
+def Get_version():  # noqa: N802
+    """The MPI standard version the subset follows."""
+    return VERSION, SUBVERSION
+
+
+def Get_library_version():  # noqa: N802
+    """A description of this library."""
+    return 'simulator.mpi (threads in one process)'
+
+

@@ -1,0 +1,321 @@
+"""The simulated world: rank threads, topology, blocking and failure.
+
+A :class:`World` owns one lock and one Condition per rank. Every piece of
+shared state (mailboxes, collective slots) is changed under that lock, and
+whoever changes something a blocked rank waits for wakes exactly that rank
+(:meth:`World.wake`). Because wake-ups are precise, "every live rank is
+blocked and none was woken" means no rank can ever make progress: that is
+the deadlock test, made the moment the last live rank blocks, with no
+timeout involved.
+
+Code that blocks outside ``simulator.mpi`` (``simulator.nccl``, say) uses
+the same protocol: hold ``world.lock``, call ``world.block(rank, ready,
+record)``, and have the party that makes ``ready()`` true call
+``world.wake(rank)`` under the lock. ``block`` raises
+:class:`~simulator.errors.RankFailedError` as soon as any rank fails and
+:class:`~simulator.errors.DeadlockError` when no rank can progress.
+"""
+import threading
+import time
+
+import numpy as np
+
+from simulator import checks
+from simulator.errors import (DeadlockError, RankFailedError,
+                              UnmatchedMessageError)
+
+__all__ = ['World', 'RankContext', 'current', 'run', 'SEND_MODES']
+
+SEND_MODES = ('eager', 'rendezvous')
+_local = threading.local()
+# Small thread stacks let thousands of ranks fit; only for big worlds, so
+# recursion-heavy code in small worlds keeps the default.
+_BIG_WORLD = 256
+_BIG_WORLD_STACK = 512 * 1024
+
+
+def current():
+    """The calling thread's :class:`RankContext`, or None outside a run."""
+    return getattr(_local, 'context', None)
+
+
+class RankContext:
+    """What one rank thread knows about itself.
+
+    ``rank`` (world rank), ``world``, ``comm_world`` / ``comm_self`` (its
+    ``simulator.mpi`` communicators), ``node`` and ``processor_name``, and
+    ``random``: a ``numpy.random.RandomState`` seeded for this rank (NumPy's
+    global RNG is shared by all rank threads; use this one instead).
+    """
+
+    def __init__(self, world, rank):
+        from simulator import comm as _comm
+        self.world = world
+        self.rank = rank
+        self.node = world.node_of[rank]
+        self.processor_name = 'node{}'.format(self.node)
+        seed = rank if world.seed is None else (world.seed, rank)
+        self.random = np.random.RandomState(
+            np.random.SeedSequence(seed).generate_state(4))
+        self.comm_world = _comm.Intracomm(_comm.CommState(
+            world, ('world',), list(range(world.size)), rank,
+            'MPI_COMM_WORLD'))
+        self.comm_self = _comm.Intracomm(_comm.CommState(
+            world, ('self', rank), [rank], 0, 'MPI_COMM_SELF'))
+        self.result = None
+        self.error = None
+
+
+class _Failure:
+    """Why the world is broken: a rank's exception or a fired check."""
+
+    def __init__(self, rank=None, error=None, check=None):
+        self.rank = rank
+        self.error = error
+        self.check = check
+
+    def exception_for(self, rank):
+        if self.check is not None:
+            err = type(self.check)(str(self.check),
+                                   report=self.check.report)
+            return err
+        return RankFailedError(
+            'rank {} failed with {}: {}; rank {} stops waiting'.format(
+                self.rank, type(self.error).__name__, self.error, rank),
+            failed_rank=self.rank)
+
+
+class World:
+    """One simulated MPI job: ``size`` ranks on ``nodes`` hosts."""
+
+    def __init__(self, size, nodes=1, send_mode='eager', seed=None):
+        if not isinstance(size, int) or size < 1:
+            raise ValueError('world size must be a positive int, got '
+                             '{!r}'.format(size))
+        if not isinstance(nodes, int) or not 1 <= nodes <= size:
+            raise ValueError('nodes must be an int in 1..{} (the world '
+                             'size), got {!r}'.format(size, nodes))
+        if send_mode not in SEND_MODES:
+            raise ValueError('send_mode must be one of {}, got {!r}'.format(
+                SEND_MODES, send_mode))
+        self.size = size
+        self.nodes = nodes
+        self.send_mode = send_mode
+        self.seed = seed
+        # Block distribution, like mpiexec's default by-slot mapping.
+        per_node, extra = divmod(size, nodes)
+        self.node_of = []
+        for node in range(nodes):
+            self.node_of += [node] * (per_node + (node < extra))
+        self.lock = threading.Lock()
+        self._conds = [threading.Condition(self.lock) for _ in range(size)]
+        self.waiting = [None] * size        # CallRecord of a blocked rank
+        self._ready = [None] * size
+        self._signalled = [False] * size
+        self._blocked = 0                   # blocked and not yet woken
+        self.finished = [False] * size
+        self.live = size
+        self.failure = None
+        self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
+        self.posted = [dict() for _ in range(size)]      # ctx -> [request]
+        self.collectives = {}                            # (ctx, seq) -> slot
+        self.contexts = []
+        self.start_time = time.perf_counter()
+
+    # -- blocking protocol (all with self.lock held) --------------------
+    def block(self, rank, ready, record):
+        """Wait until ``ready()``; the caller holds ``self.lock``."""
+        if self.failure is not None:
+            raise self.failure.exception_for(rank)
+        if ready():
+            return
+        cond = self._conds[rank]
+        self.waiting[rank] = record
+        self._ready[rank] = ready
+        try:
+            while True:
+                self._signalled[rank] = False
+                self._blocked += 1
+                if self._blocked == self.live:
+                    error = self._deadlock_check()
+                    if error is not None:
+                        self._signalled[rank] = True
+                        self._blocked -= 1
+                        raise error
+                cond.wait()
+                if not self._signalled[rank]:
+                    self._blocked -= 1
+                if self.failure is not None:
+                    raise self.failure.exception_for(rank)
+                if ready():
+                    return
+        finally:
+            self.waiting[rank] = None
+            self._ready[rank] = None
+
+    def wake(self, rank):
+        """Tell blocked ``rank`` that what it waits for may have changed."""
+        if self.waiting[rank] is not None and not self._signalled[rank]:
+            self._signalled[rank] = True
+            self._blocked -= 1
+            self._conds[rank].notify()
+
+    def wake_all(self):
+        """Wake every blocked rank (the world broke)."""
+        for rank in range(self.size):
+            self.wake(rank)
+
+    def raise_if_broken(self, rank):
+        """Raise this rank's error if the world is broken."""
+        if self.failure is not None:
+            raise self.failure.exception_for(rank)
+
+    def _deadlock_check(self):
+        """All live ranks blocked: confirm nothing can run, then break."""
+        for rank in range(self.size):
+            ready = self._ready[rank]
+            if ready is not None and ready():
+                return None         # woken but not yet running: no deadlock
+        report = checks.Report.from_world(self, kind='deadlock')
+        error = DeadlockError(report.format(
+            'deadlock: every live rank is blocked and no pending operation '
+            'can complete'), report=report)
+        self.break_with(error)
+        return self.failure.exception_for(None)
+
+    # -- failure ----------------------------------------------------------
+    def break_with(self, error):
+        """A check fired: every blocked rank raises a copy of ``error``."""
+        if self.failure is None:
+            self.failure = _Failure(check=error)
+            self.wake_all()
+
+    def fail(self, rank, error):
+        """Rank ``rank`` raised ``error``: stop everybody who waits."""
+        with self.lock:
+            self._finish_locked(rank)
+            if self.failure is None:
+                self.failure = _Failure(rank=rank, error=error)
+                self.wake_all()
+
+    def finish(self, rank):
+        """Rank ``rank`` returned; it may leave the others stuck."""
+        with self.lock:
+            self._finish_locked(rank)
+            if self.live and self._blocked == self.live \
+                    and self.failure is None:
+                self._deadlock_check()
+
+    def _finish_locked(self, rank):
+        if not self.finished[rank]:
+            self.finished[rank] = True
+            self.live -= 1
+
+    def timeout(self, seconds):
+        """Backstop: the run took longer than ``seconds``."""
+        with self.lock:
+            if self.failure is not None:
+                return
+            report = checks.Report.from_world(self, kind='timeout')
+            self.break_with(DeadlockError(report.format(
+                'no completion within the {} s timeout (ranks still '
+                'running user code are listed without a pending '
+                'call)'.format(seconds)), report=report))
+
+
+def _quiet_outcome(error):
+    # pytest's Skipped/Failed must reach pytest exactly as raised.
+    return type(error).__module__.startswith('_pytest')
+
+
+def _rank_main(world, rank, fn):
+    ctx = world.contexts[rank]
+    _local.context = ctx
+    try:
+        ctx.result = fn(ctx.comm_world)
+    except BaseException as error:  # noqa: B902 -- handed to run()
+        ctx.error = error
+        world.fail(rank, error)
+    else:
+        world.finish(rank)
+    finally:
+        _local.context = None
+
+
+def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None):
+    """Run ``fn(comm)`` on ``size`` rank threads; return their results.
+
+    ``comm`` is each rank's ``simulator.mpi.COMM_WORLD``. ``nodes`` sets the
+    simulated hosts (processor names ``node0``...), ``send_mode`` is
+    ``'eager'`` (buffered sends) or ``'rendezvous'`` (a send completes when
+    received), ``timeout`` a backstop in seconds, ``seed`` the base of the
+    per-rank RandomState (``current().random``). Re-raises the first
+    failure: a rank's own exception (with a note naming the rank) or the
+    check that fired (DeadlockError, CollectiveMismatchError...). Messages
+    still unreceived at the end raise UnmatchedMessageError.
+    """
+    world = World(size, nodes, send_mode, seed)
+    world.contexts = [RankContext(world, r) for r in range(size)]
+    threads = []
+    old_stack = None
+    if size > _BIG_WORLD:
+        old_stack = threading.stack_size(_BIG_WORLD_STACK)
+    try:
+        for rank in range(size):
+            t = threading.Thread(target=_rank_main, args=(world, rank, fn),
+                                 name='sim-rank-{}'.format(rank),
+                                 daemon=True)
+            t.start()
+            threads.append(t)
+    finally:
+        if old_stack is not None:
+            threading.stack_size(old_stack)
+    _join(world, threads, timeout)
+    return _outcome(world)
+
+
+def _join(world, threads, timeout):
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        for t in threads:
+            left = None if deadline is None else deadline - time.monotonic()
+            t.join(left if left is None or left > 0 else 0)
+            if t.is_alive():
+                break
+    except BaseException:
+        world.timeout('interrupted')
+        raise
+    if any(t.is_alive() for t in threads):
+        world.timeout(timeout)
+        grace = time.monotonic() + 5.0
+        for t in threads:
+            t.join(max(0.0, grace - time.monotonic()))
+        stuck = [i for i, t in enumerate(threads) if t.is_alive()]
+        if stuck:
+            err = world.failure.check
+            raise DeadlockError('{}\nranks {} never returned (busy in user '
+                                'code?)'.format(err, stuck),
+                                report=err.report)
+
+
+def _outcome(world):
+    failure = world.failure
+    if failure is None:
+        report = checks.Report.unmatched_from_world(world)
+        if report.unmatched:
+            raise UnmatchedMessageError(report.format(
+                'messages never received when the run ended'),
+                report=report)
+        return [ctx.result for ctx in world.contexts]
+    if failure.rank is not None:
+        error = failure.error
+        if not _quiet_outcome(error):
+            error.add_note('simulator: raised in rank {} of {}'.format(
+                failure.rank, world.size))
+        raise error
+    # A check fired: re-raise the copy the lowest affected rank raised.
+    for ctx in world.contexts:
+        if isinstance(ctx.error, type(failure.check)):
+            raise ctx.error
+    raise failure.check
+
