@@ -128,11 +128,12 @@ class Comm:
             state.name, state.rank, len(state.group))
 
     def Free(self):  # noqa: N802
-        """Release the communicator; later calls on it raise."""
+        """Release the communicator; the handle becomes COMM_NULL."""
         s = self._s
         if s.ctx in (('world',),) or s.ctx[0] == 'self':
             raise MPIException(ERR_COMM, 'cannot free {}'.format(s.name))
         s.freed = True
+        self._state = None
 
     def Abort(self, errorcode=0):  # noqa: N802
         """Stop the whole world: raises AbortError in this rank."""

@@ -11,7 +11,7 @@ import pickle
 import numpy as np
 
 from simulator import collectives as coll
-from simulator.constants import ERR_TRUNCATE
+from simulator.constants import ERR_OP, ERR_TRUNCATE
 from simulator.constants import Exception as MPIException
 from simulator.datatypes import parse, parse_vector
 from simulator.errors import CollectiveMismatchError
@@ -55,11 +55,24 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
     return out
 
 
-def _check_op(op):
+def _check_op(op, dtype=None, where=None):
     if not isinstance(op, Op):
         raise TypeError('expected a simulator.mpi Op (SUM, MAX...), got '
                         '{!r}'.format(op))
+    if dtype is not None:
+        kinds = _OP_KINDS.get(op.name)
+        if kinds is not None and np.dtype(dtype).kind not in kinds:
+            raise MPIException(ERR_OP, '{}: {} is not defined for {} '
+                               'buffers'.format(where, op.name, dtype))
     return op
+
+
+# Which NumPy kinds MPI defines each predefined reduction for
+# (C integer, floating point, complex, logical = bool).
+_OP_KINDS = {'MPI_SUM': 'iufc', 'MPI_PROD': 'iufc', 'MPI_MAX': 'iuf',
+             'MPI_MIN': 'iuf', 'MPI_LAND': 'iub', 'MPI_LOR': 'iub',
+             'MPI_LXOR': 'iub', 'MPI_BAND': 'iu', 'MPI_BOR': 'iu',
+             'MPI_BXOR': 'iu'}
 
 
 # -- object collectives ---------------------------------------------------
@@ -462,9 +475,9 @@ def _check_blocks(op_name, name, args):
 
 
 def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
-    op = _check_op(op)
     s = self._s
     send, recv, source = _reduction_buffers(self, op_name, sendbuf, recvbuf)
+    op = _check_op(op, source.dtype, op_name)
     out = recv.head(source.size)
     sig = (('op', op.name), ('count', source.size),
            ('dtype', str(source.dtype)))
@@ -521,6 +534,7 @@ def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
         source = parse(recvbuf, 'Reduce receive buffer').head()
     else:
         source = send.head()
+    _check_op(op, source.dtype, 'Reduce')
     out = parse(recvbuf, 'Reduce receive buffer').head(source.size) \
         if at_root else None
 
@@ -547,6 +561,7 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     send = parse(sendbuf, '{} send buffer'.format(op_name))
     in_place = send.in_place
     source = recv.data if in_place else send.data
+    _check_op(op, source.dtype, op_name)
     if counts is None:
         if source.size < recv.count * size and not in_place:
             raise ValueError('{}: send buffer holds {} elements, needs {} '

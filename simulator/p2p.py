@@ -90,11 +90,13 @@ class RecvRequest(Request):
         data = msg.payload
         if buf.datatype.dtype != data.dtype:
             raise MessageMismatchError(
-                'rank {}: {} into a {} buffer ({}) but the message from '
-                'rank {} (tag {}, comm {}) holds {} ({}), sent by {}'.format(
-                    self.record.rank, self.record.op, buf.datatype.name,
-                    buf.datatype.dtype, msg.source, msg.tag, self.comm_name,
-                    msg.datatype.name, data.dtype, msg.record.describe()))
+                'rank {} {}: receive buffer holds {} ({}) but the message '
+                'from rank {} (tag={}, comm={}) holds {} ({}); sent by {} '
+                'at {}'.format(
+                    self.record.rank, self.record.describe(),
+                    buf.datatype.name, buf.datatype.dtype, msg.source,
+                    msg.tag, self.comm_name, msg.datatype.name, data.dtype,
+                    msg.record.op, msg.record.where))
         if data.size > buf.count:
             raise MPIException(ERR_TRUNCATE, 'rank {}: {} of {} elements '
                                'cannot hold the {} sent by rank {} with tag '
