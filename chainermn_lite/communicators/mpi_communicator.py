@@ -137,15 +137,15 @@ class MpiCommunicator(CommunicatorBase):
         """
         self._check_peer(dest, 'send')
         self._check_tag(tag, 'send')
+        is_tuple = isinstance(data, (tuple, list))
+        arrays = data if is_tuple else (data,)
+        arrays = [codec.as_sendable(x, 'send (rank {} to {})'.format(
+            self._rank, dest)) for x in arrays]
         if dest == self._rank:
             raise ValueError(
                 'send: rank {} sends to itself (dest={}); a blocking send '
                 'to oneself deadlocks once the message is too big for MPI '
                 'to buffer, so it is refused'.format(self._rank, dest))
-        is_tuple = isinstance(data, (tuple, list))
-        arrays = data if is_tuple else (data,)
-        arrays = [codec.as_sendable(x, 'send (rank {} to {})'.format(
-            self._rank, dest)) for x in arrays]
         self._p2p.send_arrays(arrays, is_tuple, dest, tag)
 
     def recv(self, source, tag):

@@ -1,0 +1,191 @@
+"""Array methods of every communicator: p2p and collectives, all dtypes."""
+import numpy as np
+import pytest
+
+import chainermn_lite
+
+NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware', 'dummy')
+DTYPES = (np.float16, np.float32, np.float64, np.int32, np.int64, np.uint8,
+          np.bool_)
+
+
+def _comm(mpi_comm, name='flat'):
+    return chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+
+
+def _value(rank, shape, dtype, salt=0):
+    rs = np.random.RandomState(rank * 1000 + salt)
+    return (rs.uniform(0, 50, size=shape)).astype(dtype)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
+@pytest.mark.parametrize('name', NAMES)
+def test_ranks_and_sizes(mpi_comm, name):
+    comm = _comm(mpi_comm, name)
+    assert comm.rank == mpi_comm.Get_rank()
+    assert comm.size == mpi_comm.Get_size()
+    assert comm.mpi_comm is mpi_comm
+    assert 0 <= comm.intra_rank < comm.intra_size
+    assert 0 <= comm.inter_rank < comm.inter_size
+    assert comm.intra_size * comm.inter_size >= comm.size
+    comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(2, 4, 8), nodes=2)
+def test_two_nodes_intra_inter(mpi_comm):
+    comm = _comm(mpi_comm)
+    everyone = comm.allgather_obj((comm.intra_rank, comm.intra_size,
+                                   comm.inter_rank, comm.inter_size))
+    # Whatever the real topology, ranks on one node are numbered densely
+    # and nodes are ordered by their lowest rank.
+    nodes = {}
+    for rank, (ir, isz, er, esz) in enumerate(everyone):
+        nodes.setdefault(er, []).append((rank, ir, isz))
+        assert esz == everyone[0][3]
+    assert sorted(nodes) == list(range(everyone[0][3]))
+    lowest = [min(r for r, _, _ in nodes[n]) for n in sorted(nodes)]
+    assert lowest == sorted(lowest)
+    for members in nodes.values():
+        assert [ir for _, ir, _ in members] == list(range(len(members)))
+        assert all(isz == len(members) for _, _, isz in members)
+    if getattr(mpi_comm, 'simulated', False):
+        assert comm.inter_size == 2
+        assert comm.intra_size == comm.size // 2
+
+
+@pytest.mark.mpi(sizes=(2, 3, 4))
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('shape', [(), (0,), (1,), (3, 4), (2, 0, 5),
+                                   (5000,)])
+def test_send_recv_ring(mpi_comm, dtype, shape):
+    comm = _comm(mpi_comm)
+    r, n = comm.rank, comm.size
+    x = _value(r, shape, dtype)
+    if r % 2 == 0:
+        comm.send(x, (r + 1) % n, 7)
+        y = comm.recv((r - 1) % n, 7)
+    else:
+        y = comm.recv((r - 1) % n, 7)
+        comm.send(x, (r + 1) % n, 7)
+    expect = _value((r - 1) % n, shape, dtype)
+    assert y.dtype == np.dtype(dtype) and y.shape == shape
+    np.testing.assert_array_equal(y, expect)
+
+
+@pytest.mark.mpi(sizes=(2, 4))
+def test_send_recv_tuple_big_and_noncontiguous(mpi_comm):
+    comm = _comm(mpi_comm)
+    comm.set_config('max_buf_len', 1000)   # forces chunked payloads
+    r = comm.rank
+    big = _value(r, (300, 70), np.float32)
+    parts = (big[:, ::3], np.arange(7, dtype=np.int16), big.T,
+             np.zeros((0, 2)), np.float64(3.5) * np.ones(()))
+    if r == 0:
+        for dest in range(1, comm.size):
+            comm.send(parts, dest, tag=dest)
+            comm.send(list(parts[:2]), dest, tag=0)
+    else:
+        got = comm.recv(0, r)
+        expect = _value(0, (300, 70), np.float32)
+        assert isinstance(got, tuple) and len(got) == 5
+        np.testing.assert_array_equal(got[0], expect[:, ::3])
+        np.testing.assert_array_equal(got[1], np.arange(7))
+        assert got[1].dtype == np.int16
+        np.testing.assert_array_equal(got[2], expect.T)
+        assert got[3].shape == (0, 2)
+        assert got[4].shape == () and got[4] == 3.5
+        two = comm.recv(0, 0)
+        assert isinstance(two, tuple) and len(two) == 2
+
+
+@pytest.mark.mpi(sizes=(2, 3))
+def test_recv_any_source_any_tag(mpi_comm, MPI):
+    comm = _comm(mpi_comm)
+    r, n = comm.rank, comm.size
+    if r == 0:
+        got = sorted(int(comm.recv(MPI.ANY_SOURCE, MPI.ANY_TAG)[0])
+                     for _ in range(n - 1))
+        assert got == list(range(1, n))
+        objs = sorted(comm.recv_obj(MPI.ANY_SOURCE) for _ in range(n - 1))
+        assert objs == [('hello', i) for i in range(1, n)]
+    else:
+        comm.send(np.full(20000, r, dtype=np.int64), 0, tag=r)
+        comm.send_obj(('hello', r), 0, tag=10 + r)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
+@pytest.mark.parametrize('dtype', DTYPES)
+def test_bcast(mpi_comm, dtype):
+    comm = _comm(mpi_comm)
+    for root in {0, comm.size - 1}:
+        x = _value(root, (4, 3), dtype) if comm.rank == root else None
+        y = comm.bcast(x, root=root)
+        np.testing.assert_array_equal(y, _value(root, (4, 3), dtype))
+        assert y.dtype == np.dtype(dtype)
+    big = _value(0, (3000,), np.float64) if comm.rank == 0 else None
+    y = comm.bcast(big, max_buf_len=1000)
+    np.testing.assert_array_equal(y, _value(0, (3000,), np.float64))
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
+@pytest.mark.parametrize('dtype', DTYPES)
+def test_gather_allgather_differing_shapes(mpi_comm, dtype):
+    comm = _comm(mpi_comm)
+    r, n = comm.rank, comm.size
+    mine = _value(r, (r, 3), dtype)
+    everyone = [_value(i, (i, 3), dtype) for i in range(n)]
+    for got in (comm.allgather(mine),
+                comm.gather(mine, root=n - 1) if r == n - 1
+                else comm.gather(mine, root=n - 1)):
+        if got is None:
+            assert r != n - 1
+            continue
+        assert isinstance(got, tuple) and len(got) == n
+        for g, e in zip(got, everyone):
+            assert g.dtype == np.dtype(dtype) and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
+@pytest.mark.parametrize('dtype', DTYPES)
+def test_scatter_tuple_and_array(mpi_comm, dtype):
+    comm = _comm(mpi_comm)
+    r, n = comm.rank, comm.size
+    root = n // 2
+    parts = [_value(i, (i + 1, 2), dtype) for i in range(n)]
+    got = comm.scatter(tuple(parts) if r == root else None, root=root)
+    np.testing.assert_array_equal(got, parts[r])
+    stacked = np.stack([_value(i, (2, 3), dtype) for i in range(n)])
+    got = comm.scatter(stacked if r == root else None, root=root)
+    assert got.shape == (2, 3) and got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, stacked[r])
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
+@pytest.mark.parametrize('dtype', DTYPES)
+def test_alltoall(mpi_comm, dtype):
+    comm = _comm(mpi_comm)
+    r, n = comm.rank, comm.size
+    xs = [_value(r, (i + r, 2), dtype, salt=i) for i in range(n)]
+    ys = comm.alltoall(xs)
+    assert len(ys) == n
+    for src, y in enumerate(ys):
+        np.testing.assert_array_equal(y, _value(src, (r + src, 2), dtype,
+                                                salt=r))
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
+@pytest.mark.parametrize('dtype', (np.float16, np.float32, np.float64,
+                                   np.int32, np.int64, np.uint8))
+def test_allreduce_sums(mpi_comm, dtype):
+    comm = _comm(mpi_comm)
+    r, n = comm.rank, comm.size
+    x = _value(r, (5, 2), dtype) // 8
+    got = comm.allreduce(x)
+    expect = sum(_value(i, (5, 2), dtype).astype(np.float64) // 8
+                 for i in range(n))
+    assert got.dtype == np.dtype(dtype) and got.shape == (5, 2)
+    np.testing.assert_allclose(got.astype(np.float64),
+                               expect.astype(dtype).astype(np.float64))
+    zero = comm.allreduce(np.zeros((0, 3), dtype=dtype))
+    assert zero.shape == (0, 3)

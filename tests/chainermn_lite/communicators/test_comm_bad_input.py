@@ -1,0 +1,100 @@
+"""Bad input gets an error naming the value and the rank."""
+import numpy as np
+import pytest
+
+import chainermn_lite
+from chainermn_lite import communicators
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_peer_out_of_range_and_self(mpi_comm):
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    n, r = comm.size, comm.rank
+    with pytest.raises(ValueError, match='rank {} is out of range.*size {}'
+                       .format(n, n)):
+        comm.send(np.ones(2), n, 0)
+    with pytest.raises(ValueError, match='rank -7 is out of range'):
+        comm.recv(-7, 0)
+    with pytest.raises(ValueError, match='rank {} is out of range'.format(
+            n + 3)):
+        comm.send_obj(1, n + 3)
+    with pytest.raises(ValueError, match='sends to itself.*deadlock'):
+        comm.send(np.ones(2), r, 0)
+    with pytest.raises(ValueError, match='tag must be an int >= 0'):
+        comm.send(np.ones(2), (r + 1) % n, -5)
+    with pytest.raises(ValueError, match='bcast root.*rank {}'.format(n)):
+        comm.bcast(np.ones(1), root=n)
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_unsupported_dtypes_are_named(mpi_comm):
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    with pytest.raises(TypeError, match='dtype object'):
+        comm.send(np.array([None, 1]), (comm.rank + 1) % comm.size, 0)
+    with pytest.raises(TypeError, match='dtype <U3'):
+        comm.allgather(np.array(['abc']))
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_allreduce_rejects_bool_on_every_rank(mpi_comm):
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    with pytest.raises(TypeError, match='dtype bool cannot be reduced'):
+        comm.allreduce(np.ones(3, dtype=bool))
+
+
+@pytest.mark.mpi(sizes=(2, 3, 4))
+def test_allreduce_shape_mismatch_names_each_rank(mpi_comm):
+    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    x = np.ones((2, 1 + (comm.rank == 1)), dtype=np.float32)
+    with pytest.raises(ValueError) as info:
+        comm.allreduce(x)
+    assert 'rank 0: shape (2, 1)' in str(info.value)
+    assert 'rank 1: shape (2, 2)' in str(info.value)
+    # still in step afterwards
+    np.testing.assert_array_equal(comm.allreduce(np.ones(2)),
+                                  np.full(2, comm.size))
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_recv_obj_of_an_array_message_says_so(mpi_comm):
+    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    if comm.rank == 0:
+        comm.send(np.ones(3), 1, 4)
+    else:
+        with pytest.raises(TypeError, match='expected a Python object from '
+                           'rank 0 .tag 4. but received an array'):
+            comm.recv_obj(0, tag=4)
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_scatter_and_alltoall_need_one_item_per_rank(mpi_comm):
+    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    with pytest.raises(ValueError, match='expecting {} arrays.*got {}'
+                       .format(comm.size, comm.size + 1)):
+        comm.alltoall([np.ones(1)] * (comm.size + 1))
+    if comm.size == 1:
+        with pytest.raises(ValueError, match='expecting 1 arrays'):
+            comm.scatter((np.ones(1), np.ones(1)))
+
+
+def test_unknown_name_lists_available():
+    with pytest.raises(ValueError) as info:
+        chainermn_lite.create_communicator('fastest', mpi_comm=object())
+    for name in communicators.COMMUNICATOR_NAMES:
+        assert name in str(info.value)
+
+
+def test_allreduce_grad_dtype_only_for_pure_nccl():
+    with pytest.raises(ValueError, match="only available with the "
+                       "'pure_nccl'"):
+        chainermn_lite.create_communicator('flat', mpi_comm=object(),
+                                           allreduce_grad_dtype='float16')
+
+
+def test_default_name_without_gpu_is_flat():
+    try:
+        import cupy  # noqa: F401
+        pytest.skip('CuPy installed: the default depends on the GPU')
+    except ImportError:
+        pass
+    assert communicators.default_communicator_name() == 'flat'

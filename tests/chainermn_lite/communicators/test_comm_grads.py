@@ -1,0 +1,139 @@
+"""bcast_data and multi_node_mean_grad for every communicator name."""
+import warnings
+
+import chainer
+import chainer.links as L
+import numpy as np
+import pytest
+
+import chainermn_lite
+from chainermn_lite.communicators import _grads
+
+NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware')
+
+
+class _Model(chainer.Chain):
+    """Several parameter shapes, one big enough to take the direct path."""
+
+    def __init__(self, dtype=np.float32):
+        super().__init__()
+        with self.init_scope():
+            self.a = L.Linear(3, 4, initialW=np.ones((4, 3)))
+            self.b = L.Linear(400, 300, initialW=np.ones((300, 400)))
+            self.c = L.Convolution2D(2, 3, 3, initialW=np.ones((3, 2, 3, 3)))
+            self.unused = L.Linear(2, 2, initialW=np.ones((2, 2)))
+        for p in self.params():
+            p.data = p.data.astype(dtype)
+
+
+def _fill(model, rank, dtype, skip=('/unused/W', '/unused/b')):
+    for name, p in sorted(model.namedparams()):
+        if name in skip:
+            p.grad = None
+            continue
+        rs = np.random.RandomState(rank * 7 + len(name))
+        p.grad = rs.uniform(-4, 4, size=p.shape).astype(dtype)
+
+
+def _expected(size, dtype):
+    models = []
+    for r in range(size):
+        m = _Model(dtype)
+        _fill(m, r, dtype)
+        models.append(dict(m.namedparams()))
+    return {name: np.mean([m[name].grad.astype(np.float64) for m in models],
+                          axis=0)
+            for name in models[0] if models[0][name].grad is not None}
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=2)
+@pytest.mark.parametrize('name', NAMES)
+@pytest.mark.parametrize('dtype', (np.float16, np.float32, np.float64))
+def test_multi_node_mean_grad(mpi_comm, name, dtype):
+    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+    model = _Model(dtype)
+    _fill(model, comm.rank, dtype)
+    comm.multi_node_mean_grad(model)
+    expect = _expected(comm.size, dtype)
+    tol = 2e-2 if dtype == np.float16 else 1e-5
+    for pname, p in sorted(model.namedparams()):
+        if pname.startswith('/unused'):
+            assert p.grad is None       # zero_fill=False leaves None alone
+            continue
+        assert p.grad.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(p.grad.astype(np.float64),
+                                   expect[pname], rtol=tol, atol=tol)
+    comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+@pytest.mark.parametrize('name', NAMES + ('dummy',))
+def test_zero_fill(mpi_comm, name):
+    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+    model = _Model()
+    _fill(model, 0, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)
+        comm.allreduce_grad(model, zero_fill=True)
+    assert model.unused.W.grad is not None
+    np.testing.assert_array_equal(model.unused.W.grad, 0)
+    expect = _Model()
+    _fill(expect, 0, np.float32)
+    np.testing.assert_allclose(model.a.W.grad, expect.a.W.grad, rtol=1e-6)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=2)
+@pytest.mark.parametrize('name', NAMES + ('dummy',))
+@pytest.mark.parametrize('dtype', (np.float16, np.float32, np.float64))
+def test_bcast_data(mpi_comm, name, dtype):
+    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+    model = _Model(dtype)
+    expect = {}
+    for i, (pname, p) in enumerate(sorted(model.namedparams())):
+        pattern = np.arange(p.size).reshape(p.shape) % 7 + i
+        p.data[...] = pattern + comm.rank
+        expect[pname] = pattern.astype(dtype)
+    with model.init_scope():
+        model.lazy = L.Linear(None, 3)      # W has no data yet: skipped
+    model.lazy.b.data[...] = comm.rank
+    expect['/lazy/b'] = np.zeros(3, dtype=np.float32)
+    comm.bcast_data(model)
+    assert model.lazy.W.data is None
+    for pname, p in sorted(model.namedparams()):
+        if p.data is not None:
+            np.testing.assert_array_equal(p.data, expect[pname])
+            assert p.data.dtype == expect[pname].dtype
+
+
+@pytest.mark.mpi(sizes=(2, 3, 4))
+@pytest.mark.parametrize('name', NAMES)
+def test_grad_none_on_one_rank_is_an_error_not_a_hang(mpi_comm, name):
+    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+    model = _Model()
+    skip = ('/unused/W', '/unused/b')
+    if comm.rank == comm.size - 1:
+        skip += ('/b/W',)
+    _fill(model, comm.rank, np.float32, skip=skip)
+    with pytest.raises(_grads.GradientMismatchError) as info:
+        comm.multi_node_mean_grad(model)
+    text = str(info.value)
+    assert '/b/W' in text and '[{}]'.format(comm.size - 1) in text
+    assert 'zero_fill=True' in text
+    # Every rank is still in step: a later call works.
+    model.b.W.grad = np.ones_like(model.b.W.data)
+    comm.multi_node_mean_grad(model)
+    np.testing.assert_allclose(model.b.W.grad, 1.0)
+
+
+@pytest.mark.mpi(sizes=(2, 3))
+def test_mismatched_param_shapes_name_each_rank(mpi_comm):
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    model = chainer.Chain()
+    with model.init_scope():
+        model.l = L.Linear(3, 2 + (comm.rank == 1))
+    for p in model.params():
+        p.grad = np.ones_like(p.data)
+    with pytest.raises(_grads.GradientMismatchError) as info:
+        comm.multi_node_mean_grad(model)
+    assert 'rank 1: shape (3, 3)' in str(info.value)
+    assert 'rank 0: shape (2, 3)' in str(info.value)
