@@ -106,10 +106,12 @@ def test_recv_any_source_any_tag(mpi_comm, MPI):
         got = sorted(int(comm.recv(MPI.ANY_SOURCE, MPI.ANY_TAG)[0])
                      for _ in range(n - 1))
         assert got == list(range(1, n))
+        mpi_comm.Barrier()   # objects only after every array arrived
         objs = sorted(comm.recv_obj(MPI.ANY_SOURCE) for _ in range(n - 1))
         assert objs == [('hello', i) for i in range(1, n)]
     else:
         comm.send(np.full(20000, r, dtype=np.int64), 0, tag=r)
+        mpi_comm.Barrier()
         comm.send_obj(('hello', r), 0, tag=10 + r)
 
 
