@@ -1,0 +1,309 @@
+"""Simulator benchmarks, each measured beside its reference in one run.
+
+    python benchmarks/bench_simulator.py [--quick] [--skip-mpiexec]
+
+Rows (issue 3, section 5): p2p hand-off latency (8 B object, 8 B buffer)
+vs a bare threading.Condition ping-pong; Allreduce of 100 MB float32 on 4
+ranks vs 4 single-threaded 100 MB copies; world start-up for 8 ranks (vs
+``mpiexec -n 8 python -c pass``); a 4,096-rank world running Split +
+allreduce + Barrier; deadlock detection at 1,024 ranks. Every figure is the
+median of several repetitions.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+import simulator  # noqa: E402
+from simulator.errors import DeadlockError  # noqa: E402
+
+__all__ = ['main']
+
+
+def _median(fn, repeats):
+    return statistics.median(fn() for _ in range(repeats))
+
+
+# --- references -----------------------------------------------------------
+
+def bare_handoff_one_way(round_trips):
+    """One-way latency of a Condition ping-pong between two threads."""
+    cond = threading.Condition()
+    state = {'turn': 0}
+
+    def player(me, other, result):
+        start = time.perf_counter()
+        for _ in range(round_trips):
+            with cond:
+                while state['turn'] != me:
+                    cond.wait()
+                state['turn'] = other
+                cond.notify()
+        result.append(time.perf_counter() - start)
+
+    results = []
+    threads = [threading.Thread(target=player, args=(0, 1, results)),
+               threading.Thread(target=player, args=(1, 0, results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return max(results) / (2 * round_trips)
+
+
+def four_copies(nbytes):
+    """Seconds for 4 single-threaded copies of ``nbytes``."""
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)     # touch the pages before timing
+    start = time.perf_counter()
+    for _ in range(4):
+        np.copyto(dst, src)
+    return time.perf_counter() - start
+
+
+def bare_threads_barrier(count):
+    """Start ``count`` threads, meet at a barrier, join them."""
+    barrier = threading.Barrier(count)
+    old = threading.stack_size(256 * 1024)
+    try:
+        start = time.perf_counter()
+        threads = [threading.Thread(target=barrier.wait)
+                   for _ in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return time.perf_counter() - start
+    finally:
+        threading.stack_size(old)
+
+
+def mpiexec_startup(size):
+    """Seconds for ``mpiexec -n size python -c pass`` (None if absent)."""
+    mpiexec = (shutil.which('mpiexec', path=os.path.dirname(sys.executable))
+               or shutil.which('mpiexec'))
+    if mpiexec is None:
+        return None
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1',
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               PRTE_MCA_rmaps_default_mapping_policy=':oversubscribe',
+               OMPI_MCA_btl='^ofi', OMPI_MCA_mtl='^ofi')
+    start = time.perf_counter()
+    subprocess.run([mpiexec, '-n', str(size), sys.executable, '-c', 'pass'],
+                   env=env, check=True, capture_output=True, timeout=300)
+    return time.perf_counter() - start
+
+
+# --- simulator ------------------------------------------------------------
+
+def sim_handoff_one_way(round_trips, kind):
+    """One-way latency of an 8-byte ping-pong between 2 simulated ranks."""
+    def ping_pong(comm):
+        rank = comm.Get_rank()
+        other = 1 - rank
+        if kind == 'object':
+            message = b'8 bytes!'
+
+            def send():
+                comm.send(message, dest=other, tag=0)
+
+            def recv():
+                comm.recv(source=other, tag=0)
+        else:
+            buf = np.zeros(1, dtype=np.float64)
+
+            def send():
+                comm.Send(buf, dest=other, tag=0)
+
+            def recv():
+                comm.Recv(buf, source=other, tag=0)
+        comm.Barrier()
+        start = time.perf_counter()
+        for _ in range(round_trips):
+            if rank == 0:
+                send()
+                recv()
+            else:
+                recv()
+                send()
+        return time.perf_counter() - start
+
+    return max(simulator.run(ping_pong, 2)) / (2 * round_trips)
+
+
+def sim_allreduce(nbytes, ranks=4):
+    """Seconds for one Allreduce(SUM) of ``nbytes`` float32 per rank."""
+    def allreduce(comm):
+        src = np.ones(nbytes // 4, dtype=np.float32)
+        dst = np.empty_like(src)
+        comm.Allreduce(src, dst)            # warm up pages and code paths
+        comm.Barrier()
+        start = time.perf_counter()
+        comm.Allreduce(src, dst)
+        comm.Barrier()
+        elapsed = time.perf_counter() - start
+        assert dst[0] == comm.Get_size() and dst[-1] == comm.Get_size()
+        return elapsed
+
+    return max(simulator.run(allreduce, ranks))
+
+
+def sim_startup(size):
+    """Seconds for ``simulator.run`` of an empty program on ``size`` ranks."""
+    start = time.perf_counter()
+    simulator.run(lambda comm: None, size)
+    return time.perf_counter() - start
+
+
+def sim_large_world(size):
+    """Seconds for a ``size``-rank Split + allreduce + Barrier run."""
+    def program(comm):
+        rank = comm.Get_rank()
+        half = comm.Split(rank % 2, rank)
+        total = half.allreduce(1)
+        comm.Barrier()
+        half.Free()
+        return total
+
+    start = time.perf_counter()
+    totals = simulator.run(program, size, timeout=60)
+    elapsed = time.perf_counter() - start
+    assert totals[0] == (size + 1) // 2
+    return elapsed
+
+
+def sim_deadlock_detection(size):
+    """Seconds from start until a ``size``-rank recv cycle is reported."""
+    def program(comm):
+        rank = comm.Get_rank()
+        comm.recv(source=(rank + 1) % size, tag=0)
+
+    start = time.perf_counter()
+    try:
+        simulator.run(program, size, timeout=60)
+    except DeadlockError:
+        return time.perf_counter() - start
+    raise AssertionError('the {}-rank cycle was not reported'.format(size))
+
+
+# --- table ----------------------------------------------------------------
+
+def _fmt(seconds):
+    if seconds is None:
+        return 'n/a'
+    if seconds < 1e-3:
+        return '{:.1f} us'.format(seconds * 1e6)
+    if seconds < 1.0:
+        return '{:.1f} ms'.format(seconds * 1e3)
+    return '{:.2f} s'.format(seconds)
+
+
+def _row(name, measured, reference, ref_name, target_text, ok):
+    ratio = ('{:.2f}x'.format(measured / reference)
+             if reference else 'n/a')
+    return (name, _fmt(measured), '{} ({})'.format(_fmt(reference),
+                                                     ref_name),
+            ratio, target_text, 'PASS' if ok else 'FAIL')
+
+
+def _guarded(name, measure):
+    """Run one row's measurement; a failure becomes a FAIL row."""
+    try:
+        return measure()
+    except Exception as error:  # noqa: BLE001 -- reported in the table
+        headline = str(error).split('\n')[0][:60]
+        return (name, 'error', '{}: {}'.format(type(error).__name__,
+                                               headline),
+                'n/a', '', 'FAIL')
+
+
+def run_all(quick=False, skip_mpiexec=False, on_row=None):
+    """Measure every row; return the table rows (``on_row`` sees each)."""
+    repeats = 3 if quick else 5
+    trips = 500 if quick else 2000
+    mb100 = 100 * 1000 * 1000
+    rows = []
+
+    def add(name, measure):
+        row = _guarded(name, measure)
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    bare = _median(lambda: bare_handoff_one_way(trips), repeats)
+    for kind in ('object', 'buffer'):
+        def handoff(kind=kind):
+            sim = _median(lambda: sim_handoff_one_way(trips, kind), repeats)
+            return _row('p2p hand-off, 8 B {}'.format(kind), sim, bare,
+                        'bare Condition', '<= 2x', sim <= 2 * bare)
+        add('p2p hand-off, 8 B {}'.format(kind), handoff)
+
+    def allreduce(name='Allreduce 100 MB f32, 4 ranks'):
+        copies = _median(lambda: four_copies(mb100), repeats)
+        took = _median(lambda: sim_allreduce(mb100), repeats)
+        return _row(name, took, copies, '4 x 100 MB copy', '<= 1.5x',
+                    took <= 1.5 * copies)
+    add('Allreduce 100 MB f32, 4 ranks', allreduce)
+
+    def startup(name='world start-up, 8 ranks'):
+        took = _median(lambda: sim_startup(8), repeats)
+        reference = None if skip_mpiexec else mpiexec_startup(8)
+        return _row(name, took, reference, 'mpiexec -n 8', '<= 0.1 s',
+                    took <= 0.1)
+    add('world start-up, 8 ranks', startup)
+
+    def large(name='4,096 ranks Split+allreduce+Barrier'):
+        reference = bare_threads_barrier(4096)
+        took = sim_large_world(4096)
+        return _row(name, took, reference, '4,096 bare threads', '<= 30 s',
+                    took <= 30.0)
+    add('4,096 ranks Split+allreduce+Barrier', large)
+
+    def deadlock(name='deadlock report, 1,024 ranks'):
+        reference = _median(lambda: bare_threads_barrier(1024), repeats)
+        took = _median(lambda: sim_deadlock_detection(1024),
+                       2 if quick else 3)
+        return _row(name, took, reference, '1,024 bare threads', '<= 2 s',
+                    took <= 2.0)
+    add('deadlock report, 1,024 ranks', deadlock)
+    return rows
+
+
+def print_table(rows):
+    """Print rows as an aligned text table."""
+    header = ('benchmark', 'measured', 'reference', 'ratio', 'target',
+              'result')
+    widths = [max(len(str(r[i])) for r in rows + [header])
+              for i in range(len(header))]
+    for line in [header, tuple('-' * w for w in widths)] + rows:
+        print('  '.join(str(c).ljust(w) for c, w in zip(line, widths)))
+
+
+def main(argv=None):
+    """Command line entry: measure, print, exit 1 if a target failed."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true',
+                        help='fewer repetitions and round trips')
+    parser.add_argument('--skip-mpiexec', action='store_true',
+                        help='do not time mpiexec start-up')
+    args = parser.parse_args(argv)
+    rows = run_all(quick=args.quick, skip_mpiexec=args.skip_mpiexec,
+                   on_row=lambda row: print('measured:', ' | '.join(row),
+                                            flush=True))
+    print()
+    print_table(rows)
+    return 0 if all(r[-1] == 'PASS' for r in rows) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
