@@ -28,7 +28,7 @@ class _PackedStrategy:
 
     direct_min_bytes = DIRECT_MIN_BYTES
 
-    def __init__(self):
+    def __init__(self, mpi_comm=None):
         self._buffers = {}
 
     def _buffer(self, dtype, n):
@@ -117,8 +117,8 @@ class Hierarchical(_PackedStrategy):
     it is the flat allreduce.
     """
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, mpi_comm=None):
+        super().__init__(mpi_comm)
         self._leaders = None
 
     def _leader_comm(self, comm):

@@ -95,7 +95,7 @@ class MpiCommunicator(CommunicatorBase):
         sub = self.mpi_comm.Split(color, key)
         configs = {k: v for k, v in self._configs.items()
                    if k != 'batched_copy'}
-        return MpiCommunicator(sub, type(self._strategy)(), self.name,
+        return MpiCommunicator(sub, type(self._strategy)(sub), self.name,
                                configs)
 
     def finalize(self):

@@ -1,0 +1,107 @@
+"""pure_nccl: on the simulator through simulator.nccl, on GPUs via CuPy."""
+import chainer
+import chainer.links as L
+import numpy as np
+import pytest
+
+import chainermn_lite
+
+
+def _needs_nccl(mpi_comm):
+    if getattr(mpi_comm, 'simulated', False):
+        return
+    try:
+        from cupy.cuda import nccl  # noqa: F401
+    except Exception:  # noqa: B902
+        pytest.skip('pure_nccl under real MPI needs CuPy with NCCL and a '
+                    'GPU; this machine has none (tested on the simulator)')
+    pytest.skip('host-array models cannot use real NCCL; GPU test pending')
+
+
+class _Model(chainer.Chain):
+    def __init__(self, dtype):
+        super().__init__()
+        with self.init_scope():
+            self.a = L.Linear(3, 4)
+            self.b = L.Linear(50, 20)
+        for p in self.params():
+            p.data = p.data.astype(dtype)
+
+
+def _fill(model, rank, dtype):
+    for i, (_, p) in enumerate(sorted(model.namedparams())):
+        rs = np.random.RandomState(rank * 31 + i)
+        p.grad = rs.uniform(-2, 2, size=p.shape).astype(dtype)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
+@pytest.mark.parametrize('dtype,grad_dtype,tol', [
+    (np.float32, None, 1e-6), (np.float64, np.float64, 1e-12),
+    (np.float32, np.float16, 3e-3), (np.float16, np.float32, 2e-3),
+    (np.float16, np.float16, 3e-3)])
+def test_pure_nccl_mean_grad(mpi_comm, dtype, grad_dtype, tol):
+    _needs_nccl(mpi_comm)
+    comm = chainermn_lite.create_communicator(
+        'pure_nccl', mpi_comm=mpi_comm, allreduce_grad_dtype=grad_dtype)
+    assert comm.get_config('allreduce_grad_dtype') == (
+        None if grad_dtype is None else np.dtype(grad_dtype))
+    model = _Model(dtype)
+    _fill(model, comm.rank, dtype)
+    comm.multi_node_mean_grad(model)
+    for i, (_, p) in enumerate(sorted(model.namedparams())):
+        expect = np.mean([np.random.RandomState(r * 31 + i).uniform(
+            -2, 2, size=p.shape).astype(dtype).astype(np.float64)
+            for r in range(comm.size)], axis=0)
+        assert p.grad.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(p.grad, expect, rtol=tol * 4,
+                                   atol=tol * 4)
+    comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 4))
+def test_pure_nccl_bcast_data_and_split(mpi_comm):
+    _needs_nccl(mpi_comm)
+    comm = chainermn_lite.create_communicator('pure_nccl',
+                                              mpi_comm=mpi_comm)
+    model = _Model(np.float32)
+    for p in model.params():
+        p.data[...] = comm.rank + 1
+    comm.bcast_data(model)
+    for p in model.params():
+        np.testing.assert_array_equal(p.data, 1)
+    sub = comm.split(comm.rank % 2, comm.rank)
+    assert sub.name == 'pure_nccl'
+    _fill(model, comm.rank, np.float32)
+    sub.multi_node_mean_grad(model)
+    members = [r for r in range(comm.size) if r % 2 == comm.rank % 2]
+    expect = np.mean([np.random.RandomState(r * 31).uniform(
+        -2, 2, size=model.a.W.shape).astype(np.float32) for r in members],
+        axis=0)
+    np.testing.assert_allclose(model.a.W.grad, expect, rtol=1e-5)
+    sub.finalize()
+    comm.finalize()
+
+
+def test_pure_nccl_rejects_non_float_dtype():
+    import simulator
+    from simulator import mpi  # noqa: F401
+
+    def body(mpi_comm):
+        with pytest.raises(ValueError, match='int32'):
+            chainermn_lite.create_communicator(
+                'pure_nccl', mpi_comm=mpi_comm, allreduce_grad_dtype='int32')
+    simulator.run(body, 2)
+
+
+def test_pure_nccl_without_cupy_names_alternatives():
+    try:
+        import cupy  # noqa: F401
+        pytest.skip('CuPy is installed here')
+    except ImportError:
+        pass
+
+    class FakeComm:            # a non-simulated mpi4py-like communicator
+        pass
+
+    with pytest.raises(RuntimeError, match='naive, flat'):
+        chainermn_lite.create_communicator('pure_nccl', mpi_comm=FakeComm())
