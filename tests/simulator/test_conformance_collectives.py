@@ -396,3 +396,17 @@ def test_many_back_to_back_collectives(mpi_comm, MPI):
         mpi_comm.Allreduce(value, result, op=MPI.SUM)
         total += result
     assert total[0] == sum(range(50)) * size * (size - 1) // 2
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_collective_objects_are_private_copies(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    shared = mpi_comm.bcast(['root'] if rank == 0 else None, root=0)
+    shared.append(rank)
+    everyone = mpi_comm.allgather({'r': rank})
+    everyone[0]['r'] = 'changed by {}'.format(rank)
+    mpi_comm.Barrier()
+    # Each rank holds its own copy: nobody sees the others' appends.
+    assert shared == ['root', rank]
+    assert mpi_comm.allgather(len(shared)) == [2] * size
+    assert everyone[0]['r'] == 'changed by {}'.format(rank)
