@@ -98,18 +98,22 @@ class Report:
                 for req in queue:
                     self.unreceived.append((dest, req.record))
 
+    def _pending_groups(self):
+        return _group_pending(self.pending)
+
     def format(self, headline):
         """The full text: headline, each rank's state, hints."""
         lines = [headline + ':']
-        for rank in sorted(self.pending):
-            record = self.pending[rank]
-            lines.append('  rank {}: blocked in {}'.format(
-                rank, record.describe()))
+        for ranks, record in self._pending_groups():
+            lines.append('  {}: blocked in {}'.format(
+                'rank {}'.format(ranks[0]) if len(ranks) == 1 else
+                'ranks {}'.format(_ranges(ranks)), record.describe()))
             if record.seq is not None:
                 absent = self.missing.get((record.comm, record.seq))
                 if absent:
                     lines.append('    (ranks {} of {} never joined this '
-                                 'collective)'.format(absent, record.comm))
+                                 'collective)'.format(_ranges(absent),
+                                                      record.comm))
         if self.running:
             lines.append('  ranks still running: {}'.format(
                 _ranges(self.running)))
@@ -140,6 +144,21 @@ class Report:
         for hint in self.hints:
             lines.append('  hint: {}'.format(hint))
         return '\n'.join(lines)
+
+
+_GROUP_ABOVE = 16
+
+
+def _group_pending(pending):
+    """[(ranks, record)]: one line per rank, or per identical call when
+    many ranks wait (reports at 1,024 ranks stay readable)."""
+    if len(pending) <= _GROUP_ABOVE:
+        return [([r], pending[r]) for r in sorted(pending)]
+    groups = {}
+    for rank in sorted(pending):
+        record = pending[rank]
+        groups.setdefault(record.describe(), ([], record))[0].append(rank)
+    return sorted(groups.values(), key=lambda g: g[0][0])
 
 
 def _ranges(ranks):

@@ -1,0 +1,113 @@
+"""simulator.checks: reports, explainers, grouping; trace records."""
+import traceback
+
+import pytest
+
+import simulator
+from simulator import checks
+from simulator.errors import DeadlockError, UnmatchedMessageError
+from simulator.trace import CallRecord, capture, user_frame
+
+UNSAFE = 'deliberately broken program (deadlock / lost message)'
+
+
+def _ring_deadlock(comm):
+    comm.recv(source=(comm.Get_rank() + 1) % comm.Get_size(), tag=9)
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_explainer_sees_pending_calls_with_stacks_and_adds_a_hint():
+    seen = []
+
+    def explain(report):
+        seen.append(report)
+        record = report.pending[0]
+        assert all(isinstance(f, traceback.FrameSummary)
+                   for f in record.stack)
+        names = [f.name for f in record.stack]
+        return 'ring of {} recvs; innermost user frame {}'.format(
+            len(report.pending), '_ring_deadlock' in names)
+
+    checks.register_explainer(explain)
+    checks.register_explainer(explain)      # idempotent
+    try:
+        with pytest.raises(DeadlockError) as info:
+            simulator.run(_ring_deadlock, 3, timeout=30)
+    finally:
+        checks.unregister_explainer(explain)
+    assert len(seen) == 1
+    assert 'hint: ring of 3 recvs; innermost user frame True' in str(
+        info.value)
+    report = info.value.report
+    assert set(report.pending) == {0, 1, 2}
+    assert {(r.op, r.peer, r.tag) for r in report.pending.values()} == {
+        ('recv', 1, 9), ('recv', 2, 9), ('recv', 0, 9)}
+    assert explain not in checks.explainers()
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_a_failing_explainer_does_not_hide_the_report():
+    def broken(report):
+        raise ValueError('explainer bug')
+    checks.register_explainer(broken)
+    try:
+        with pytest.raises(DeadlockError) as info:
+            simulator.run(_ring_deadlock, 2, timeout=30)
+    finally:
+        checks.unregister_explainer(broken)
+    text = str(info.value)
+    assert 'rank 0: blocked in recv(peer=1, tag=9' in text
+    assert 'explainer bug' in text
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_many_ranks_waiting_on_the_same_call_share_one_line():
+    def body(comm):
+        if comm.Get_rank() != 0:
+            comm.Barrier()
+
+    with pytest.raises(DeadlockError) as info:
+        simulator.run(body, 64, timeout=30)
+    text = str(info.value)
+    assert 'ranks 1-63: blocked in Barrier(comm=MPI_COMM_WORLD' in text
+    assert 'ranks 0 of MPI_COMM_WORLD never joined' in text
+    assert len(text.splitlines()) < 10
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_unmatched_report_names_sender_receiver_tag_and_line():
+    def body(comm):
+        if comm.Get_rank() == 1:
+            comm.send('lost', dest=0, tag=4)  # LOST SEND
+
+    with pytest.raises(UnmatchedMessageError) as info:
+        simulator.run(body, 2)
+    text = str(info.value)
+    assert 'message from rank 1 to rank 0 never received' in text
+    assert 'send(peer=0, tag=4, comm=MPI_COMM_WORLD)' in text
+    assert 'test_checks.py:' in text
+    assert len(info.value.report.unmatched) == 1
+
+
+def test_user_frame_skips_library_folders():
+    raw = [('/x/simulator/comm.py', 10, 'Send'),
+           ('/x/chainermn_lite/functions/point_to_point.py', 5, 'f'),
+           ('/home/me/train.py', 42, 'main')]
+    import simulator.trace as trace
+    old = trace.LIBRARY_DIRS
+    trace.LIBRARY_DIRS = ['/x/simulator/', '/x/chainermn_lite/']
+    try:
+        assert user_frame(raw) == ('/home/me/train.py', 42, 'main')
+    finally:
+        trace.LIBRARY_DIRS = old
+
+
+def test_call_record_describes_itself_with_the_callers_line():
+    record = CallRecord('Recv', 3, peer=-1, tag=-1, comm='MPI_COMM_WORLD',
+                        raw=capture(1))
+    text = record.describe()
+    assert text.startswith('Recv(peer=ANY_SOURCE, tag=ANY_TAG, '
+                           'comm=MPI_COMM_WORLD) at ')
+    assert 'test_checks.py:' in text
+    assert record.stack[-1].name == (
+        'test_call_record_describes_itself_with_the_callers_line')
