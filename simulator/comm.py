@@ -184,7 +184,7 @@ class Comm:
             return p2p.post_send(world, s.ctx, s.group[dest], msg,
                                  rendezvous)
 
-    def _irecv(self, op, kind, buf, source, tag):
+    def _irecv(self, op, kind, buf, source, tag, block=False):
         s = self._s
         source = self._peer(source, 'source', True)
         tag = self._tag(tag, True)
@@ -201,7 +201,11 @@ class Comm:
             return request
         with world.lock:
             world.raise_if_broken(s.world_rank)
-            return p2p.post_recv(world, s.ctx, request)
+            p2p.post_recv(world, s.ctx, request)
+            if block:
+                # One lock round trip for a blocking receive.
+                world.block(s.world_rank, request._ready, record)
+        return request
 
     def _send_buffer(self, op, buf, dest, tag, sync=False):
         b = parse(buf, '{} buffer'.format(op))
@@ -231,8 +235,8 @@ class Comm:
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive and return an object."""
-        return self._irecv('recv', p2p.OBJECT, None, source, tag).wait(
-            status)
+        return self._irecv('recv', p2p.OBJECT, None, source, tag,
+                           True)._complete(status)
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving an object; ``wait()`` returns it."""
@@ -269,7 +273,8 @@ class Comm:
              status=None):
         """Receive into a buffer."""
         b = parse(buf, 'Recv buffer')
-        self._irecv('Recv', p2p.BUFFER, b, source, tag).Wait(status)
+        self._irecv('Recv', p2p.BUFFER, b, source, tag, True)._complete(
+            status)
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):  # noqa: N802
         """Start receiving into a buffer."""

@@ -30,6 +30,7 @@ _PICKLE = pickle.HIGHEST_PROTOCOL
 # Above this many elements, Allreduce splits the reduction among the rank
 # threads (NumPy releases the GIL); below it one rank reduces everything.
 _SHARED_REDUCTION = 1 << 15
+_CHUNK_BYTES = 256 * 1024
 
 
 def _start(comm, op, signature, arg, combine=None, detail=None):
@@ -494,15 +495,20 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
 
     def finish_shared(st, slot):
         # Rank i reduces slice i and writes it into every rank's result:
-        # nobody else reads slice i, so in-place buffers are safe.
+        # nobody else reads slice i, so in-place buffers are safe. Chunks
+        # small enough for the cache make it one pass over memory.
         args = [a[0] for a in slot.args]
         outs = [a[1] for a in slot.args]
         n = args[0].size
         lo, hi = n * st.rank // size, n * (st.rank + 1) // size
-        _reduce_all(op, args, outs[st.rank][lo:hi], lo, hi)
-        for r in range(size):
-            if r != st.rank:
-                outs[r][lo:hi] = outs[st.rank][lo:hi]
+        mine = outs[st.rank]
+        step = max(1, _CHUNK_BYTES // args[0].itemsize)
+        for a in range(lo, hi, step):
+            b = min(hi, a + step)
+            _reduce_all(op, args, mine[a:b], a, b)
+            for r in range(size):
+                if r != st.rank:
+                    outs[r][a:b] = mine[a:b]
     return sig, (source, out), finish_shared, None, True
 
 

@@ -117,6 +117,9 @@ for _attr in ('C_BOOL', 'INT8_T', 'INT16_T', 'INT32_T', 'INT64_T',
 
 def from_dtype(dtype):
     """The MPI datatype for a NumPy dtype (``MPI._typedict`` lookup)."""
+    found = _BY_DTYPE.get(dtype)
+    if found is not None:
+        return found
     dtype = np.dtype(dtype)
     try:
         return _BY_DTYPE[dtype.newbyteorder('=')]
@@ -207,6 +210,9 @@ def _view_as(flat, datatype, where):
 
 def parse(spec, where='buffer'):
     """Turn an mpi4py buffer spec into a :class:`Buffer` (or IN_PLACE)."""
+    if type(spec) is np.ndarray and spec.flags.c_contiguous:
+        flat = spec.reshape(-1)
+        return Buffer(flat, from_dtype(flat.dtype), flat.size)
     if isinstance(spec, InPlaceType):
         return Buffer(in_place=True)
     if spec is None:

@@ -117,14 +117,14 @@ def post_send(world, ctx, dest, msg, rendezvous):
             if msg.matches(recv.source, recv.tag):
                 del posted[i]
                 recv.message = msg
-                request.matched = True
+                request.matched = request._done = True
                 world.wake(dest)
                 return request
     world.unexpected[dest].setdefault(ctx, []).append(msg)
     if rendezvous:
         msg.send_request = request
     else:
-        request.matched = True
+        request.matched = request._done = True
     # A rank blocked in Probe waits for queued messages too.
     world.wake(dest)
     return request
