@@ -1,0 +1,230 @@
+"""Communicator benchmarks: ours vs raw mpi4py vs ChainerMN 7.8.1.
+
+Run:  mpiexec -n 2 python benchmarks/bench_communicators.py [--quick]
+
+Prints one table of medians (each row's time is the slowest rank's median)
+with the ratio to the raw mpi4py limit, the target and PASS/FAIL, then the
+simulator row (4 simulated ranks vs four memcpys of the same bytes).
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+import _models  # noqa: E402
+
+import chainermn_lite  # noqa: E402
+
+CHUNK = 4 * 1024 * 1024
+WORLD = MPI.COMM_WORLD
+
+
+def timed(fn, reps, warmup=2):
+    """Slowest rank's median seconds of ``fn`` (ranks start together)."""
+    for _ in range(warmup):
+        WORLD.Barrier()
+        fn()
+    samples = []
+    for _ in range(reps):
+        WORLD.Barrier()
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return WORLD.allreduce(statistics.median(samples), op=MPI.MAX)
+
+
+def raw_chunked_allreduce(buf):
+    """The practical limit: in-place Allreduce of a packed buffer in 4 MiB
+    pieces (no packing, no scaling)."""
+    step = CHUNK // buf.itemsize
+
+    def run():
+        for s in range(0, buf.size, step):
+            WORLD.Allreduce(MPI.IN_PLACE, buf[s:s + step], op=MPI.SUM)
+    return run
+
+
+def pingpong(send, recv, reps):
+    """One-way latency: half of the slowest rank's median round trip."""
+    rank = WORLD.Get_rank()
+
+    def run():
+        if rank == 0:
+            send(1)
+            recv(1)
+        elif rank == 1:
+            recv(0)
+            send(0)
+    return timed(run, reps, warmup=5) / 2
+
+
+def chainermn_comm(name):
+    try:
+        import chainermn
+    except ImportError:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return chainermn.create_communicator(name, mpi_comm=WORLD)
+
+
+class Table:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, what, ours, raw, chainermn, target, unit='ms'):
+        self.rows.append((what, ours, raw, chainermn, target, unit))
+
+    def show(self):
+        scale = {'ms': 1e3, 'us': 1e6}
+        print('{:<38} {:>10} {:>10} {:>11} {:>7} {:>7}  {}'.format(
+            'benchmark (median, slowest rank)', 'ours', 'raw mpi4py',
+            'ChainerMN', 'ratio', 'target', 'verdict'))
+        for what, ours, raw, cmn, target, unit in self.rows:
+            s = scale[unit]
+            ratio = ours / raw
+            if target[0] == 'x':
+                ok = ratio <= float(target[1:])
+                tgt = '<=' + target[1:] + 'x'
+            else:
+                ok = ours * s <= float(target[1:])
+                tgt = '<={}{}'.format(target[1:], unit)
+            print('{:<38} {:>8.2f}{} {:>8.2f}{} {:>9}{} {:>6.2f}x {:>7}  '
+                  '{}'.format(what, ours * s, unit, raw * s, unit,
+                              '-' if cmn is None else
+                              '{:.2f}'.format(cmn * s), unit, ratio, tgt,
+                              'PASS' if ok else 'FAIL'))
+
+
+def bench_mean_grad(table, link_fn, label, target, reps):
+    ours = chainermn_lite.create_communicator('flat', mpi_comm=WORLD)
+    naive = chainermn_lite.create_communicator('naive', mpi_comm=WORLD)
+    model = link_fn()
+    packed = np.concatenate([p.grad.reshape(-1) for p in model.params()])
+    raw = timed(raw_chunked_allreduce(packed), reps)
+    t_flat = timed(lambda: ours.multi_node_mean_grad(model), reps)
+    t_naive = timed(lambda: naive.multi_node_mean_grad(model), reps)
+    cmn = chainermn_comm('naive')
+    t_cmn = None
+    if cmn is not None:
+        t_cmn = timed(lambda: cmn.multi_node_mean_grad(model), reps)
+    table.add('mean_grad {} flat'.format(label), t_flat, raw, t_cmn, target)
+    table.add('mean_grad {} naive'.format(label), t_naive, raw, t_cmn,
+              target)
+    return ours
+
+
+def bench_bcast_data(table, reps):
+    ours = chainermn_lite.create_communicator('flat', mpi_comm=WORLD)
+    model = _models.resnet50_link()
+    packed = np.concatenate([p.data.reshape(-1) for p in model.params()])
+    raw = timed(lambda: WORLD.Bcast(packed, root=0), reps)
+    t_ours = timed(lambda: ours.bcast_data(model), reps)
+    cmn = chainermn_comm('naive')
+    t_cmn = None if cmn is None else timed(lambda: cmn.bcast_data(model),
+                                           reps)
+    table.add('bcast_data ResNet-50 shapes', t_ours, raw, t_cmn, 'x1.15')
+
+
+def bench_sendrecv(table, nbytes, reps, target, unit):
+    ours = chainermn_lite.create_communicator('flat', mpi_comm=WORLD)
+    x = np.ones(nbytes // 8, dtype=np.float64)
+    raw_buf = np.empty_like(x)
+    raw = pingpong(lambda peer: WORLD.Send(x, dest=peer, tag=1),
+                   lambda peer: WORLD.Recv(raw_buf, source=peer, tag=1),
+                   reps)
+    t_ours = pingpong(lambda peer: ours.send(x, peer, 1),
+                      lambda peer: ours.recv(peer, 1), reps)
+    cmn = chainermn_comm('naive')
+    t_cmn = None
+    if cmn is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            t_cmn = pingpong(lambda peer: cmn.send(x, peer, 1),
+                             lambda peer: cmn.recv(peer, 1), reps)
+    label = '8 B' if nbytes < 1024 else '{} MiB'.format(nbytes >> 20)
+    table.add('send/recv one-way {}'.format(label), t_ours, raw, t_cmn,
+              target, unit)
+
+
+def bench_simulator(reps):
+    """4 simulated ranks' multi_node_mean_grad vs four 102 MB memcpys."""
+    import simulator
+
+    models = [_models.resnet50_link(seed=r) for r in range(4)]
+    src = np.concatenate([p.grad.reshape(-1) for p in models[0].params()])
+    dst = np.empty_like(src)
+
+    def memcpys():
+        for _ in range(4):
+            np.copyto(dst, src)
+
+    def body(comm):
+        c = chainermn_lite.create_communicator('flat', mpi_comm=comm)
+        model = models[comm.Get_rank()]
+        times = []
+        for _ in range(reps + 1):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            c.multi_node_mean_grad(model)
+            comm.Barrier()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times[1:])
+
+    sim = max(simulator.run(body, 4))
+    copies = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        memcpys()
+        copies.append(time.perf_counter() - t0)
+    copy = statistics.median(copies)
+    ratio = sim / copy
+    print('{:<38} {:>8.2f}ms {:>8.2f}ms {:>11} {:>6.2f}x {:>7}  {}'.format(
+        'simulator: 4-rank mean_grad ResNet-50', sim * 1e3, copy * 1e3,
+        '(4 memcpy)', ratio, '<=2x', 'PASS' if ratio <= 2 else 'FAIL'))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--no-simulator', action='store_true')
+    args = parser.parse_args()
+    reps = 5 if args.quick else 15
+    table = Table()
+    bench_mean_grad(table, _models.resnet50_link, 'ResNet-50', 'x1.10',
+                    reps)
+    bench_mean_grad(table, _models.mlp_link, 'MLP 784-1000-1000-10',
+                    'x1.2', reps * 4)
+    bench_bcast_data(table, reps)
+    bench_sendrecv(table, 8, 400 if args.quick else 3000, '<3', 'us')
+    bench_sendrecv(table, 64 << 20, reps, 'x1.3', 'ms')
+    rank = WORLD.Get_rank()
+    if rank == 0:
+        print('mpiexec -n {} ranks, {}'.format(WORLD.Get_size(),
+                                               MPI.Get_library_version()
+                                               .splitlines()[0]))
+        table.show()
+    if not args.no_simulator:
+        # One rank runs the simulated world; the other sleeps (not spinning
+        # in a Barrier, which would steal its core).
+        done = WORLD.Ibarrier() if rank != 0 else None
+        if rank == 0:
+            bench_simulator(reps)
+            WORLD.Ibarrier().Wait()
+        else:
+            while not done.Test():
+                time.sleep(0.01)
+    sys.stdout.flush()
+
+
+if __name__ == '__main__':
+    main()
