@@ -23,7 +23,7 @@ class Slot:
 
     __slots__ = ('key', 'size', 'comm_name', 'op', 'signature', 'calls',
                  'args', 'arrived', 'ready', 'result', 'departed',
-                 'members')
+                 'members', 'stayers')
 
     def __init__(self, key, state, op, signature):
         self.key = key
@@ -38,6 +38,7 @@ class Slot:
         self.result = None
         self.departed = 0
         self.members = state.group
+        self.stayers = []       # world ranks blocked in wait_departed
 
 
 def describe_signature(op, signature):
@@ -127,7 +128,10 @@ def leave(state, slot):
         slot.departed += 1
         if slot.departed == slot.size:
             world.collectives.pop(slot.key, None)
-            for member in slot.members:
+            # Only the ranks waiting for departure: waking the others
+            # (already blocked in their next call) would cost a spurious
+            # wake-up per rank, which dominates at thousands of ranks.
+            for member in slot.stayers:
                 world.wake(member)
 
 
@@ -135,5 +139,8 @@ def wait_departed(state, slot, record):
     """Block until every rank has left (its buffers may be reused)."""
     world = state.world
     with world.lock:
+        if slot.departed == slot.size:
+            return
+        slot.stayers.append(record.rank)
         world.block(record.rank, lambda: slot.departed == slot.size,
                     record)

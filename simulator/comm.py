@@ -337,8 +337,13 @@ class Comm:
         """True when a matching message is queued."""
         return self._probe('Iprobe', source, tag, status, False)
 
-    probe = Probe
-    iprobe = Iprobe
+    def probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Block until a matching message is queued."""
+        return self._probe('probe', source, tag, status, True)
+
+    def iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """True when a matching message is queued."""
+        return self._probe('iprobe', source, tag, status, False)
 
     # -- communicator construction --------------------------------------
     def _new(self, state):

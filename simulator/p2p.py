@@ -18,6 +18,7 @@ from simulator.request import Request
 __all__ = ['Message', 'SendRequest', 'RecvRequest', 'post_send',
            'post_recv', 'find_message', 'OBJECT', 'BUFFER']
 
+PROBES = ('Probe', 'probe')
 OBJECT = 'object'
 BUFFER = 'buffer'
 
@@ -126,7 +127,9 @@ def post_send(world, ctx, dest, msg, rendezvous):
     else:
         request.matched = request._done = True
     # A rank blocked in Probe waits for queued messages too.
-    world.wake(dest)
+    waiting = world.waiting[dest]
+    if waiting is not None and waiting.op in PROBES:
+        world.wake(dest)
     return request
 
 
