@@ -117,8 +117,15 @@ def wait_ready(state, slot, record):
     if slot.ready:
         return
     world = state.world
+
+    def hopeless():
+        finished = world.finished
+        return not slot.ready and any(
+            finished[m] and slot.calls[i] is None
+            for i, m in enumerate(slot.members))
+
     with world.lock:
-        world.block(record.rank, lambda: slot.ready, record)
+        world.block(record.rank, lambda: slot.ready, record, hopeless)
 
 
 def leave(state, slot):

@@ -193,6 +193,8 @@ class Comm:
         world = s.world
         request = p2p.RecvRequest(world, s.world_rank, record, source, tag,
                                   kind, buf, s.name)
+        request.peers = s.group if source == ANY_SOURCE else [
+            s.group[source]] if source != PROC_NULL else []
         if source == PROC_NULL:
             request.message = p2p.Message(
                 PROC_NULL, ANY_TAG, kind,
@@ -204,7 +206,8 @@ class Comm:
             p2p.post_recv(world, s.ctx, request)
             if block:
                 # One lock round trip for a blocking receive.
-                world.block(s.world_rank, request._ready, record)
+                world.block(s.world_rank, request._ready, record,
+                            request._hopeless)
         return request
 
     def _send_buffer(self, op, buf, dest, tag, sync=False):

@@ -50,9 +50,13 @@ class SendRequest(Request):
     def __init__(self, world, rank, record):
         super().__init__(world, rank, record)
         self.matched = False
+        self.dest = None
 
     def _ready(self):
         return self.matched
+
+    def _hopeless(self):
+        return not self.matched and self._world.finished[self.dest]
 
 
 class RecvRequest(Request):
@@ -67,9 +71,15 @@ class RecvRequest(Request):
         self.buf = buf
         self.comm_name = comm_name
         self.message = None
+        self.peers = ()         # world ranks that could still send it
 
     def _ready(self):
         return self.message is not None
+
+    def _hopeless(self):
+        finished = self._world.finished
+        return self.message is None and all(
+            finished[p] for p in self.peers if p != self._rank)
 
     def _finish(self, status):
         msg = self.message
@@ -112,6 +122,7 @@ class RecvRequest(Request):
 def post_send(world, ctx, dest, msg, rendezvous):
     """Deliver or queue ``msg`` for world rank ``dest`` (lock held)."""
     request = SendRequest(world, msg.record.rank, msg.record)
+    request.dest = dest
     posted = world.posted[dest].get(ctx)
     if posted:
         for i, recv in enumerate(posted):

@@ -97,9 +97,13 @@ class Request:
     def _finish(self, status):
         return None
 
+    def _hopeless(self):
+        return False
+
     def _block(self):
         with self._world.lock:
-            self._world.block(self._rank, self._ready, self.record)
+            self._world.block(self._rank, self._ready, self.record,
+                              self._hopeless)
 
     def _complete(self, status):
         if not self._done:

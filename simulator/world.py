@@ -123,7 +123,9 @@ class World:
         self._ready = [None] * size
         self._signalled = [False] * size
         self._blocked = 0                   # blocked and not yet woken
+        self._hopeless = {}                 # rank -> fn, for blocked ranks
         self.finished = [False] * size
+        self.finished_count = 0
         self.live = size
         self.failure = None
         self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
@@ -133,8 +135,14 @@ class World:
         self.start_time = time.perf_counter()
 
     # -- blocking protocol (all with self.lock held) --------------------
-    def block(self, rank, ready, record):
-        """Wait until ``ready()``; the caller holds ``self.lock``."""
+    def block(self, rank, ready, record, hopeless=None):
+        """Wait until ``ready()``; the caller holds ``self.lock``.
+
+        ``hopeless()`` (optional) says the wait can never end because a
+        rank it needs has finished; it is asked when this rank blocks and
+        whenever a rank finishes, so such deadlocks are reported at once
+        even while other ranks still run.
+        """
         if self.failure is not None:
             raise self.failure.exception_for(rank)
         if ready():
@@ -142,12 +150,17 @@ class World:
         cond = self._conds[rank]
         self.waiting[rank] = record
         self._ready[rank] = ready
+        if hopeless is not None:
+            self._hopeless[rank] = hopeless
         try:
             while True:
                 self._signalled[rank] = False
                 self._blocked += 1
-                if self._blocked == self.live:
-                    error = self._deadlock_check()
+                if self._blocked == self.live or (
+                        hopeless is not None and self.finished_count
+                        and hopeless()):
+                    error = self._deadlock_check(certain=self._blocked !=
+                                                 self.live)
                     if error is not None:
                         self._signalled[rank] = True
                         self._blocked -= 1
@@ -162,6 +175,7 @@ class World:
         finally:
             self.waiting[rank] = None
             self._ready[rank] = None
+            self._hopeless.pop(rank, None)
 
     def wake(self, rank):
         """Tell blocked ``rank`` that what it waits for may have changed."""
@@ -180,16 +194,18 @@ class World:
         if self.failure is not None:
             raise self.failure.exception_for(rank)
 
-    def _deadlock_check(self):
-        """All live ranks blocked: confirm nothing can run, then break."""
-        for rank in range(self.size):
+    def _deadlock_check(self, certain=False):
+        """All live ranks blocked (or one waits on a finished rank):
+        confirm nothing can run, then break the world."""
+        for rank in range(self.size if not certain else 0):
             ready = self._ready[rank]
             if ready is not None and ready():
                 return None         # woken but not yet running: no deadlock
         report = checks.Report.from_world(self, kind='deadlock')
         error = DeadlockError(report.format(
-            'deadlock: every live rank is blocked and no pending operation '
-            'can complete'), report=report)
+            'deadlock: a rank waits for ranks that have finished'
+            if certain else 'deadlock: every live rank is blocked and no '
+            'pending operation can complete'), report=report)
         self.break_with(error)
         return self.failure.exception_for(None)
 
@@ -203,10 +219,10 @@ class World:
     def fail(self, rank, error):
         """Rank ``rank`` raised ``error``: stop everybody who waits."""
         with self.lock:
-            self._finish_locked(rank)
             if self.failure is None:
                 self.failure = _Failure(rank=rank, error=error)
                 self.wake_all()
+            self._finish_locked(rank)
 
     def finish(self, rank):
         """Rank ``rank`` returned; it may leave the others stuck."""
@@ -219,7 +235,14 @@ class World:
     def _finish_locked(self, rank):
         if not self.finished[rank]:
             self.finished[rank] = True
+            self.finished_count += 1
             self.live -= 1
+            if self.failure is None:
+                for other, hopeless in list(self._hopeless.items()):
+                    if not self._signalled[other] and \
+                            not self._ready[other]() and hopeless():
+                        self._deadlock_check(certain=True)
+                        break
 
     def timeout(self, seconds):
         """Backstop: the run took longer than ``seconds``."""

@@ -1,4 +1,5 @@
 """simulator.checks: reports, explainers, grouping; trace records."""
+import time
 import traceback
 
 import pytest
@@ -65,13 +66,37 @@ def test_many_ranks_waiting_on_the_same_call_share_one_line():
     def body(comm):
         if comm.Get_rank() != 0:
             comm.Barrier()
+        else:
+            comm.recv(source=1, tag=2)
 
     with pytest.raises(DeadlockError) as info:
         simulator.run(body, 64, timeout=30)
     text = str(info.value)
+    assert 'rank 0: blocked in recv(peer=1, tag=2' in text
     assert 'ranks 1-63: blocked in Barrier(comm=MPI_COMM_WORLD' in text
     assert 'ranks 0 of MPI_COMM_WORLD never joined' in text
     assert len(text.splitlines()) < 10
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_waiting_on_a_finished_rank_is_reported_while_others_still_run():
+    def body(comm):
+        rank = comm.Get_rank()
+        if rank == 0:
+            comm.recv(source=1, tag=3)
+        elif rank == 2:
+            # Still busy when the deadlock becomes certain; it learns of
+            # it at its next MPI call.
+            time.sleep(0.5)
+            comm.Barrier()
+
+    start = time.monotonic()
+    with pytest.raises(DeadlockError) as info:
+        simulator.run(body, 3, timeout=30)
+    assert time.monotonic() - start < 5
+    text = str(info.value)
+    assert 'waits for ranks that have finished' in text
+    assert 'rank 0: blocked in recv(peer=1, tag=3' in text
 
 
 @pytest.mark.simulator_only(UNSAFE)
