@@ -170,8 +170,10 @@ class Comm:
     # -- point to point -------------------------------------------------
     def _isend(self, op, kind, payload, datatype, dest, tag, sync=False):
         s = self._s
-        dest = self._peer(dest, 'destination', False)
-        tag = self._tag(tag, False)
+        if type(dest) is not int or not 0 <= dest < len(s.group):
+            dest = self._peer(dest, 'destination', False)
+        if type(tag) is not int or tag < 0:
+            tag = self._tag(tag, False)
         record = CallRecord(op, s.world_rank, dest, tag, s.name,
                             raw=capture(3))
         world = s.world
@@ -186,15 +188,16 @@ class Comm:
 
     def _irecv(self, op, kind, buf, source, tag, block=False):
         s = self._s
-        source = self._peer(source, 'source', True)
-        tag = self._tag(tag, True)
+        if type(source) is not int or not 0 <= source < len(s.group):
+            source = self._peer(source, 'source', True)
+        if type(tag) is not int or tag < 0:
+            tag = self._tag(tag, True)
         record = CallRecord(op, s.world_rank, source, tag, s.name,
                             raw=capture(3))
         world = s.world
         request = p2p.RecvRequest(world, s.world_rank, record, source, tag,
                                   kind, buf, s.name)
-        request.peers = s.group if source == ANY_SOURCE else [
-            s.group[source]] if source != PROC_NULL else []
+        request.group = s.group
         if source == PROC_NULL:
             request.message = p2p.Message(
                 PROC_NULL, ANY_TAG, kind,
@@ -211,8 +214,9 @@ class Comm:
         return request
 
     def _send_buffer(self, op, buf, dest, tag, sync=False):
-        b = parse(buf, '{} buffer'.format(op))
-        return self._isend(op, p2p.BUFFER, b.head().copy(), b.datatype,
+        b = parse(buf, op)
+        return self._isend(op, p2p.BUFFER, b.data[:b.count].copy(),
+                           b.datatype,
                            dest, tag, sync)
 
     def send(self, obj, dest, tag=0):

@@ -10,7 +10,7 @@ its own buffer outside the world lock.
 """
 import pickle
 
-from simulator.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
+from simulator.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE, PROC_NULL
 from simulator.constants import Exception as MPIException
 from simulator.errors import MessageMismatchError
 from simulator.request import Request
@@ -71,15 +71,18 @@ class RecvRequest(Request):
         self.buf = buf
         self.comm_name = comm_name
         self.message = None
-        self.peers = ()         # world ranks that could still send it
+        self.group = ()         # comm rank -> world rank
 
     def _ready(self):
         return self.message is not None
 
     def _hopeless(self):
         finished = self._world.finished
-        return self.message is None and all(
-            finished[p] for p in self.peers if p != self._rank)
+        if self.message is not None or self.source == PROC_NULL:
+            return False
+        if self.source != ANY_SOURCE:
+            return finished[self.group[self.source]]
+        return all(finished[p] for p in self.group if p != self._rank)
 
     def _finish(self, status):
         msg = self.message
