@@ -18,7 +18,7 @@ import collections
 import chainer
 
 from chainermn_lite.functions import point_to_point
-from chainermn_lite.functions import pseudo_connect as _pc
+from chainermn_lite.functions.pseudo_connect import pseudo_connect
 
 __all__ = ['MultiNodeChainList']
 
@@ -50,9 +50,9 @@ def _connect(delegate, x):
     if delegate is None:
         return x
     if isinstance(x, tuple):
-        out = _pc.pseudo_connect(delegate, *x)
+        out = pseudo_connect(delegate, *x)
         return out if isinstance(out, tuple) else (out,)
-    return _pc.pseudo_connect(delegate, x)
+    return pseudo_connect(delegate, x)
 
 
 class MultiNodeChainList(chainer.ChainList):

@@ -3,7 +3,7 @@ import chainer
 from chainer.links.rnn import n_step_rnn as _rnn
 
 from chainermn_lite.functions import point_to_point
-from chainermn_lite.functions import pseudo_connect as _pc
+from chainermn_lite.functions.pseudo_connect import pseudo_connect
 
 __all__ = ['create_multi_node_n_step_rnn', 'MultiNodeNStepRNN']
 
@@ -44,7 +44,7 @@ class MultiNodeNStepRNN(chainer.Chain):
         if self.rank_out is not None:
             for i, cell in enumerate(outputs[:self.n_cells]):
                 if delegate is not None:
-                    cell = _pc.pseudo_connect(delegate, cell)
+                    cell = pseudo_connect(delegate, cell)
                 delegate = point_to_point.send(cell, comm, self.rank_out,
                                                tag=i)
         return tuple(outputs) + (delegate,)
