@@ -90,6 +90,15 @@ class Comm:
 
     name = property(Get_name, Set_name)
 
+    def Set_errhandler(self, errhandler):  # noqa: N802
+        """Accepted; simulated errors always raise MPI.Exception."""
+        self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
+
+    def Get_errhandler(self):  # noqa: N802
+        """Errors raise exceptions (mpi4py's default)."""
+        from simulator import mpi
+        return mpi.ERRORS_RETURN
+
     def Is_inter(self):  # noqa: N802
         """Always False: only intracommunicators are simulated."""
         return False

@@ -8,10 +8,13 @@ simulator``). Constants, datatypes, ops, ``Request``, ``Status`` and
 import socket
 import time
 
+import numpy as np
+
 from simulator import constants as _constants
 from simulator.comm import Comm, CommState, Intracomm, NullComm
 from simulator.constants import *  # noqa: F401,F403 -- the MPI namespace
-from simulator.datatypes import DATATYPE_NAMES, DATATYPE_NULL, Datatype
+from simulator.datatypes import (DATATYPE_NAMES, DATATYPE_NULL, Datatype,
+                                 from_dtype)
 from simulator.ops import OP_NAMES, Op
 from simulator.request import REQUEST_NULL, Request, Status
 from simulator.world import current
@@ -21,7 +24,9 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'DATATYPE_NULL', 'OP_NULL', 'Get_processor_name', 'Wtime',
             'Wtick', 'Init', 'Init_thread', 'Finalize', 'Is_initialized',
             'Is_finalized', 'Query_thread', 'Is_thread_main', 'Get_version',
-            'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION']
+            'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION',
+            'MAX_PROCESSOR_NAME', 'Info', 'INFO_NULL', 'Errhandler',
+            'ERRORS_RETURN', 'ERRORS_ARE_FATAL']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES))
 
@@ -29,6 +34,43 @@ globals().update(DATATYPE_NAMES)
 globals().update(OP_NAMES)
 OP_NULL = Op('MPI_OP_NULL')
 VERSION, SUBVERSION = 3, 1
+MAX_PROCESSOR_NAME = 256
+
+# mpi4py's private map from typecode to datatype; ChainerMN 7 reads it
+# (``MPI._typedict[dtype.char]``), so scripts written for it need it too.
+_typedict = {code: from_dtype(np.dtype(code))
+             for code in '?bBhHiIlLqQefdgFDG'}
+
+
+class Info:
+    """``MPI.Info``: hints are accepted and ignored by the simulator."""
+
+    __module__ = 'simulator.mpi'
+
+    @classmethod
+    def Create(cls):  # noqa: N802
+        """A fresh, empty Info."""
+        return cls()
+
+    def Free(self):  # noqa: N802
+        """Nothing to free."""
+
+
+class Errhandler:
+    """``MPI.Errhandler``: errors always raise ``MPI.Exception`` here."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, name):
+        self.name = name
+
+    def Free(self):  # noqa: N802
+        """Predefined handlers cannot be freed; a no-op."""
+
+
+INFO_NULL = Info()
+ERRORS_RETURN = Errhandler('MPI_ERRORS_RETURN')
+ERRORS_ARE_FATAL = Errhandler('MPI_ERRORS_ARE_FATAL')
 
 
 def _rank_context(what):

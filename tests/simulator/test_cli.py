@@ -81,3 +81,25 @@ def test_rendezvous_deadlock_exits_nonzero_with_report(tmp_path):
     assert 'DeadlockError' in result.stderr
     assert 'Send(peer=1, tag=0' in result.stderr
     assert 'prog.py:4' in result.stderr
+
+
+def test_chainermn_reference_script_runs_unmodified(tmp_path):
+    # ChainerMN 7.8.1 itself (not chainermn_lite) reads mpi4py internals
+    # such as MPI._typedict: the stand-in must carry them.
+    pytest.importorskip('chainermn')
+    result = _launch(tmp_path, (
+        'import numpy as np\n'
+        'import chainer.links as L\n'
+        'import chainermn\n'
+        'comm = chainermn.create_communicator("naive")\n'
+        'model = L.Linear(3, 2)\n'
+        'model.W.array[...] = comm.rank\n'
+        'comm.bcast_data(model)\n'
+        'print("OUT", comm.rank, comm.intra_rank, comm.inter_rank,\n'
+        '      comm.allreduce_obj(comm.rank), float(model.W.array.sum()))\n'
+    ), '-n', '4', '--nodes', '2')
+    assert result.returncode == 0, result.stderr
+    lines = sorted(line for line in result.stdout.splitlines()
+                   if 'OUT' in line)
+    assert lines == ['[0] OUT 0 0 0 6 0.0', '[1] OUT 1 1 0 6 0.0',
+                     '[2] OUT 2 0 1 6 0.0', '[3] OUT 3 1 1 6 0.0']
