@@ -1,0 +1,110 @@
+"""Explain broken model-parallel graphs in deadlock / unmatched reports.
+
+chainermn_lite's ``functions.send`` / ``recv`` communicate in forward and
+again in backward (the gradients go the other way, on tag ``2 t + 1`` for
+user tag ``t``). When a rank's graph does not reach a ``send`` (its delegate
+variable was dropped: the seed guide's forgotten ``delegate_variable`` or
+two sends without ``pseudo_connect``), that send's backward never runs:
+the peer's gradient is never received (eager sends: a message left over;
+rendezvous: a deadlock), or a rank waits forever for a gradient. The
+explainer below reads the recorded stacks of the report, recognises the
+forward / backward frames of those functions and says which rank's send or
+recv was never back-propagated, and how to fix it.
+"""
+import os
+
+from simulator import checks
+from simulator import trace
+
+__all__ = ['explain_model_parallel']
+
+_P2P_FILE = os.path.join('chainermn_lite', 'functions', 'point_to_point.py')
+_NOT_USER = (os.sep + 'chainer' + os.sep, os.sep + 'numpy' + os.sep)
+_FIX = ('A send\'s backward only runs if backward reaches its delegate '
+        'variable: pass it to the next recv (recv(..., delegate_variable='
+        'phi)), or join it to what the model returns with pseudo_connect '
+        '(psi = pseudo_connect(phi1, phi2) for two sends), or return it; '
+        'MultiNodeChainList does this for you.')
+
+
+def _phase(record):
+    """'forward' / 'backward' if the call comes from functions.send/recv."""
+    for frame in reversed(record.stack):       # innermost first
+        if frame.filename.endswith(_P2P_FILE) and \
+                frame.name in ('forward', 'backward'):
+            return frame.name
+    return None
+
+
+def _user_line(record):
+    """The innermost frame outside the libraries (chainer included)."""
+    for frame in reversed(record.stack):
+        name = frame.filename
+        if trace.is_library_file(name) or any(p in name for p in _NOT_USER):
+            continue
+        return '{} ({}:{})'.format(frame.name, name, frame.lineno)
+    return record.where
+
+
+def _is_send(record):
+    return 'send' in record.op.lower()
+
+
+def _state_of(report, rank):
+    record = report.pending.get(rank)
+    if record is not None:
+        phase = _phase(record)
+        return 'is blocked in {}{} at {}'.format(
+            record.op, ' ({} phase of a model-parallel function)'.format(
+                phase) if phase else '', _user_line(record))
+    if rank in report.finished:
+        return 'has finished'
+    return 'is still running'
+
+
+def _findings(report):
+    """(rank, peer, user tag, what, record) of backward-phase calls."""
+    seen = set()
+    out = []
+    items = [(r, rec, 'blocked') for r, rec in report.pending.items()]
+    items += [(msg.record.rank, msg.record, 'left over')
+              for _, msg in report.unmatched]
+    for rank, record, how in items:
+        if record.tag is None or record.tag < 0 or \
+                _phase(record) != 'backward':
+            continue
+        key = (rank, record.peer, record.tag, _is_send(record))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((rank, record.peer, record.tag // 2, how, record))
+    return out
+
+
+def explain_model_parallel(report):
+    """Hint for reports involving chainermn_lite.functions send/recv."""
+    lines = []
+    for rank, peer, tag, how, record in _findings(report):
+        if _is_send(record):
+            lines.append(
+                'rank {r} sent the gradient of its functions.recv(rank={p}, '
+                'tag={t}) in backward (from {where}), but rank {p} never ran '
+                'the backward of its matching functions.send(x, rank={r}, '
+                'tag={t}) (the gradient is {how}; rank {p} {state}).'.format(
+                    r=rank, p=peer, t=tag, how=how,
+                    where=_user_line(record),
+                    state=_state_of(report, peer)))
+        else:
+            lines.append(
+                'rank {r} waits in the backward of its functions.send(x, '
+                'rank={p}, tag={t}) (from {where}) for a gradient that rank '
+                '{p} never sent: rank {p} never back-propagated its '
+                'functions.recv(rank={r}, tag={t}) (rank {p} {state}).'.format(
+                    r=rank, p=peer, t=tag, where=_user_line(record),
+                    state=_state_of(report, peer)))
+    if not lines:
+        return None
+    return 'model parallel: ' + ' '.join(lines) + ' ' + _FIX
+
+
+checks.register_explainer(explain_model_parallel)
