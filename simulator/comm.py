@@ -15,7 +15,7 @@ from simulator.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                  UNEQUAL)
 from simulator.constants import Exception as MPIException
 from simulator.datatypes import parse
-from simulator.errors import AbortError
+from simulator.errors import AbortError, UnmatchedMessageError
 from simulator.request import Request
 from simulator.trace import CallRecord, capture
 
@@ -192,6 +192,13 @@ class Comm:
         rendezvous = sync or world.send_mode == 'rendezvous'
         with world.lock:
             world.raise_if_broken(s.world_rank)
+            if world.finished[s.group[dest]]:
+                # Certain already: nobody will ever receive it.
+                world.break_with(UnmatchedMessageError(
+                    'rank {} sends to rank {}, which has already finished '
+                    '(returned or failed): {}'.format(
+                        s.world_rank, s.group[dest], record.describe())))
+                world.raise_if_broken(s.world_rank)
             return p2p.post_send(world, s.ctx, s.group[dest], msg,
                                  rendezvous)
 

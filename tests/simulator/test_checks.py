@@ -136,3 +136,21 @@ def test_call_record_describes_itself_with_the_callers_line():
     assert 'test_checks.py:' in text
     assert record.stack[-1].name == (
         'test_call_record_describes_itself_with_the_callers_line')
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_send_to_a_finished_rank_is_reported_at_the_send():
+    def body(comm):
+        if comm.Get_rank() == 0:
+            comm.Barrier()
+            time.sleep(0.2)
+            comm.send('too late', dest=1, tag=8)  # LATE SEND
+        else:
+            comm.Barrier()
+
+    with pytest.raises(UnmatchedMessageError) as info:
+        simulator.run(body, 2)
+    text = str(info.value)
+    assert 'rank 1, which has already finished' in text
+    assert 'send(peer=1, tag=8' in text
+    assert 'test_checks.py:' in text
