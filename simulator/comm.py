@@ -15,6 +15,7 @@ from simulator.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                  UNEQUAL)
 from simulator.constants import Exception as MPIException
 from simulator.datatypes import parse
+from simulator.checks import Report
 from simulator.errors import AbortError, UnmatchedMessageError
 from simulator.request import Request
 from simulator.trace import CallRecord, capture
@@ -192,15 +193,17 @@ class Comm:
         rendezvous = sync or world.send_mode == 'rendezvous'
         with world.lock:
             world.raise_if_broken(s.world_rank)
+            request = p2p.post_send(world, s.ctx, s.group[dest], msg,
+                                    rendezvous)
             if world.finished[s.group[dest]]:
                 # Certain already: nobody will ever receive it.
-                world.break_with(UnmatchedMessageError(
-                    'rank {} sends to rank {}, which has already finished '
-                    '(returned or failed): {}'.format(
-                        s.world_rank, s.group[dest], record.describe())))
+                report = Report.from_world(world, kind='unmatched')
+                world.break_with(UnmatchedMessageError(report.format(
+                    'rank {} sent a message to rank {}, which has already '
+                    'finished'.format(s.world_rank, s.group[dest])),
+                    report=report))
                 world.raise_if_broken(s.world_rank)
-            return p2p.post_send(world, s.ctx, s.group[dest], msg,
-                                 rendezvous)
+            return request
 
     def _irecv(self, op, kind, buf, source, tag, block=False):
         s = self._s

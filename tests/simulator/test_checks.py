@@ -151,6 +151,7 @@ def test_send_to_a_finished_rank_is_reported_at_the_send():
     with pytest.raises(UnmatchedMessageError) as info:
         simulator.run(body, 2)
     text = str(info.value)
-    assert 'rank 1, which has already finished' in text
+    assert 'message to rank 1, which has already finished' in text
+    assert 'message from rank 0 to rank 1 never received' in text
     assert 'send(peer=1, tag=8' in text
     assert 'test_checks.py:' in text
