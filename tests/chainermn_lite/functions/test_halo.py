@@ -144,3 +144,15 @@ def test_bad_input_names_values(mpi_comm):
                        r'grid has'):
         halo.halo_max_pooling_2d(small, mpi_comm, grid, 5, 5,
                                  cover_all=False)
+
+
+@pytest.mark.mpi(sizes=(4, 6), send_mode='rendezvous')
+def test_exchange_needs_no_buffering(mpi_comm):
+    """Every receive is posted before any wait: synchronous sends pass."""
+    grid = GRIDS[mpi_comm.Get_size()][0]
+    for case in CASES[:3]:
+        _, _, k, s, p = case
+        _check_op(mpi_comm, grid, case,
+                  partial(F.average_pooling_2d, ksize=k, stride=s, pad=p),
+                  partial(halo.halo_average_pooling_2d, comm=mpi_comm,
+                          grid=grid, ksize=k, stride=s, pad=p), seed=3)
