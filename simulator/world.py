@@ -15,6 +15,7 @@ record)``, and have the party that makes ``ready()`` true call
 :class:`~simulator.errors.RankFailedError` as soon as any rank fails and
 :class:`~simulator.errors.DeadlockError` when no rank can progress.
 """
+import copy
 import sys
 import threading
 import time
@@ -86,9 +87,12 @@ class _Failure:
 
     def exception_for(self, rank):
         if self.check is not None:
-            err = type(self.check)(str(self.check),
-                                   report=self.check.report)
-            return err
+            # A private copy per rank (each raise sets its own traceback);
+            # copy.copy keeps any subclass's extra attributes.
+            try:
+                return copy.copy(self.check)
+            except Exception:  # noqa: BLE001 -- odd __init__: share it
+                return self.check
         return RankFailedError(
             'rank {} failed with {}: {}; rank {} stops waiting'.format(
                 self.rank, type(self.error).__name__, self.error, rank),
