@@ -15,7 +15,8 @@ import threading
 import traceback
 import types
 
-__all__ = ['main', 'RankStream', 'install_mpi4py', 'load_code']
+__all__ = ['main', 'RankStream', 'RankMainModule', 'install_mpi4py',
+           'load_code']
 
 
 class RankStream:
@@ -60,6 +61,29 @@ class RankStream:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+class RankMainModule(types.ModuleType):
+    """``sys.modules['__main__']`` that resolves names per rank.
+
+    Each rank runs the script in its own namespace, so a class defined in
+    it exists once per rank. Pickle finds classes by ``__main__.<name>``:
+    this module answers with the calling rank's object, so objects of
+    script-defined classes can be sent (and unpickled as the receiving
+    rank's class, as with separate processes).
+    """
+
+    def __init__(self, original):
+        super().__init__('__main__')
+        self._original = original
+
+    def __getattr__(self, name):
+        from simulator.world import current
+        ctx = current()
+        namespace = getattr(ctx, 'main_namespace', None)
+        if namespace is not None and name in namespace:
+            return namespace[name]
+        return getattr(self._original, name)
 
 
 def install_mpi4py():
@@ -132,10 +156,14 @@ def main(argv=None):
         sys.path.insert(0, os.path.dirname(base['__file__']))
     out, err = RankStream(sys.stdout), RankStream(sys.stderr)
     real_out, real_err = sys.stdout, sys.stderr
+    real_main = sys.modules.get('__main__')
+    sys.modules['__main__'] = RankMainModule(real_main)
     sys.stdout, sys.stderr = out, err
 
     def rank_main(comm):
         namespace = dict(base, __name__='__main__', __builtins__=builtins)
+        from simulator.world import current
+        current().main_namespace = namespace
         try:
             exec(code, namespace)
         except SystemExit as stop:
@@ -161,4 +189,5 @@ def main(argv=None):
         return getattr(error, 'errorcode', None) or 1
     finally:
         sys.stdout, sys.stderr = real_out, real_err
+        sys.modules['__main__'] = real_main
     return 0

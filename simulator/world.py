@@ -64,6 +64,9 @@ class RankContext:
             world, ('self', rank), [rank], 0, 'MPI_COMM_SELF'))
         self.result = None
         self.error = None
+        # The script's globals when run by python -m simulator (pickle
+        # looks classes up there, see simulator.cli.RankMainModule).
+        self.main_namespace = None
 
     @property
     def random(self):

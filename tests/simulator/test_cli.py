@@ -103,3 +103,21 @@ def test_chainermn_reference_script_runs_unmodified(tmp_path):
                    if 'OUT' in line)
     assert lines == ['[0] OUT 0 0 0 6 0.0', '[1] OUT 1 1 0 6 0.0',
                      '[2] OUT 2 0 1 6 0.0', '[3] OUT 3 1 1 6 0.0']
+
+
+def test_objects_of_script_defined_classes_can_be_sent(tmp_path):
+    result = _launch(tmp_path, (
+        'import pickle\n'
+        'from mpi4py import MPI\n'
+        'class Point:\n'
+        '    def __init__(self, x):\n'
+        '        self.x = x\n'
+        'c = MPI.COMM_WORLD\n'
+        'r = c.Get_rank()\n'
+        'got = c.sendrecv(Point(r), dest=1 - r, source=1 - r)\n'
+        'raw = pickle.loads(pickle.dumps(Point(10 + r)))\n'
+        'print("OUT", r, type(got) is Point, got.x, raw.x,\n'
+        '      [p.x for p in c.allgather(Point(r))])\n'), '-n', '2')
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        '[0] OUT 0 True 1 10 [0, 1]', '[1] OUT 1 True 0 11 [0, 1]']
