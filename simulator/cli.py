@@ -181,7 +181,14 @@ def main(argv=None):
     except SystemExit as stop:
         sys.stdout, sys.stderr = real_out, real_err
         code = stop.code
-        return code if isinstance(code, int) else 1
+        if isinstance(code, int):
+            return code
+        # sys.exit('message'): Python prints the message and exits 1.
+        notes = ' ({})'.format('; '.join(stop.__notes__)) \
+            if getattr(stop, '__notes__', None) else ''
+        real_err.write('{}{}\n'.format(code, notes))
+        real_err.flush()
+        return 1
     except BaseException as error:  # noqa: B902 -- reported, then exit 1
         sys.stdout, sys.stderr = real_out, real_err
         real_out.flush()

@@ -58,15 +58,17 @@ def test_script_runs_as_main_with_argv_and_fresh_namespace(tmp_path):
         "[{0}] OUT {0} 3 ['a1'] 1 3".format(r) for r in range(3)]
 
 
-@pytest.mark.parametrize('body,code', [
-    ('import sys\nsys.exit(0)\n', 0),
+@pytest.mark.parametrize('body,code,text', [
+    ('import sys\nsys.exit(0)\n', 0, ''),
     ('import sys\nfrom mpi4py import MPI\n'
-     'sys.exit(3 if MPI.COMM_WORLD.Get_rank() == 1 else 0)\n', 3),
-    ('from mpi4py import MPI\nMPI.COMM_WORLD.Abort(5)\n', 5),
+     'sys.exit(3 if MPI.COMM_WORLD.Get_rank() == 1 else 0)\n', 3, ''),
+    ('from mpi4py import MPI\nMPI.COMM_WORLD.Abort(5)\n', 5, 'Abort(5)'),
+    ('raise SystemExit("needs 4 ranks")\n', 1, 'needs 4 ranks'),
 ])
-def test_exit_status(tmp_path, body, code):
+def test_exit_status(tmp_path, body, code, text):
     result = _launch(tmp_path, body, '-n', '2')
     assert result.returncode == code, result.stderr
+    assert text in result.stderr
 
 
 def test_rendezvous_deadlock_exits_nonzero_with_report(tmp_path):
