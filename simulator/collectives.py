@@ -23,7 +23,7 @@ class Slot:
 
     __slots__ = ('key', 'size', 'comm_name', 'op', 'signature', 'calls',
                  'args', 'arrived', 'ready', 'result', 'departed',
-                 'members', 'stayers')
+                 'members', 'stayers', 'index_of')
 
     def __init__(self, key, state, op, signature):
         self.key = key
@@ -39,6 +39,7 @@ class Slot:
         self.departed = 0
         self.members = state.group
         self.stayers = []       # world ranks blocked in wait_departed
+        self.index_of = None    # world rank -> comm rank, built on demand
 
 
 def describe_signature(op, signature):
@@ -119,10 +120,15 @@ def wait_ready(state, slot, record):
     world = state.world
 
     def hopeless():
-        finished = world.finished
-        return not slot.ready and any(
-            finished[m] and slot.calls[i] is None
-            for i, m in enumerate(slot.members))
+        # Asked only once some rank has finished; walk the (few) finished
+        # ranks, not the (maybe thousands of) members.
+        if slot.ready:
+            return False
+        if slot.index_of is None:
+            slot.index_of = {m: i for i, m in enumerate(slot.members)}
+        index_of = slot.index_of
+        return any(f in index_of and slot.calls[index_of[f]] is None
+                   for f in world.finished_ranks)
 
     with world.lock:
         world.block(record.rank, lambda: slot.ready, record, hopeless)

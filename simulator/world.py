@@ -133,6 +133,7 @@ class World:
         self._hopeless = {}                 # rank -> fn, for blocked ranks
         self.finished = [False] * size
         self.finished_count = 0
+        self.finished_ranks = []
         self.live = size
         self.failure = None
         self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
@@ -242,6 +243,7 @@ class World:
     def _finish_locked(self, rank):
         if not self.finished[rank]:
             self.finished[rank] = True
+            self.finished_ranks.append(rank)
             self.finished_count += 1
             self.live -= 1
             if self.failure is None:
