@@ -170,8 +170,9 @@ class World:
                     error = self._deadlock_check(certain=self._blocked !=
                                                  self.live)
                     if error is not None:
-                        self._signalled[rank] = True
-                        self._blocked -= 1
+                        if not self._signalled[rank]:  # wake_all may have
+                            self._signalled[rank] = True
+                            self._blocked -= 1
                         raise error
                 cond.wait()
                 if not self._signalled[rank]:
