@@ -27,3 +27,4 @@ from simulator.world import current, run
 __all__ = ['run', 'current', 'SimulatorError', 'DeadlockError',
            'CollectiveMismatchError', 'UnmatchedMessageError',
            'MessageMismatchError', 'RankFailedError', 'AbortError']
+from simulator import model_parallel  # noqa: F401,E402 -- registers explainer
