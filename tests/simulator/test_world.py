@@ -197,3 +197,81 @@ def test_send_copies_at_call_time_and_objects_are_private():
         comm.Recv(got, source=0)
         return got.tolist(), comm.recv(source=0)
     assert simulator.run(body, 2)[1] == ([0.0, 1.0, 2.0, 3.0], [1, 2])
+
+
+# --- mpi4py calls beyond the conformance subset, run both ways ----------
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+def test_scan_exscan_and_reduce_scatter(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    assert mpi_comm.scan(rank + 1) == sum(range(1, rank + 2))
+    got = mpi_comm.exscan(rank + 1)
+    if rank > 0:
+        assert got == sum(range(1, rank + 1))
+    counts = [r + 1 for r in range(size)]
+    send = np.arange(sum(counts), dtype=np.float64) * (rank + 1)
+    mine = np.empty(counts[rank])
+    mpi_comm.Reduce_scatter(send, mine, counts, op=MPI.SUM)
+    start = sum(counts[:rank])
+    factor = size * (size + 1) / 2
+    np.testing.assert_allclose(
+        mine, np.arange(start, start + counts[rank]) * factor)
+
+
+@pytest.mark.mpi(sizes=(2, 3, 4))
+def test_probe_then_receive_exactly_what_arrived(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    if rank == 0:
+        for _ in range(size - 1):
+            status = MPI.Status()
+            mpi_comm.Probe(MPI.ANY_SOURCE, 5, status)
+            count = status.Get_count(MPI.INT)
+            buf = np.empty(count, dtype=np.intc)
+            mpi_comm.Recv([buf, MPI.INT], status.Get_source(), 5)
+            assert count == status.Get_source() + 1
+            assert (buf == status.Get_source()).all()
+        assert not mpi_comm.Iprobe(MPI.ANY_SOURCE, 5)
+    else:
+        mpi_comm.Send([np.full(rank + 1, rank, dtype=np.intc), MPI.INT],
+                      dest=0, tag=5)
+    mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(sizes=(2, 4))
+def test_synchronous_sends_waitany_and_sendrecv_replace(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    if rank % 2 == 0:
+        mpi_comm.ssend(('hi', rank), dest=right, tag=1)
+        assert mpi_comm.recv(source=left, tag=1) == ('hi', left)
+    else:
+        assert mpi_comm.recv(source=left, tag=1) == ('hi', left)
+        mpi_comm.ssend(('hi', rank), dest=right, tag=1)
+    requests = [mpi_comm.Irecv(np.empty(1), source=left, tag=2),
+                mpi_comm.Issend(np.ones(1) * rank, dest=right, tag=2)]
+    done = set()
+    while len(done) < 2:
+        index = MPI.Request.Waitany(requests)
+        done.add(index)
+    buf = np.full(3, rank, dtype=np.int64)
+    mpi_comm.Sendrecv_replace(buf, dest=right, sendtag=3, source=left,
+                              recvtag=3)
+    assert (buf == left).all()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+def test_ibcast_and_iallreduce_complete_by_test_loop(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    data = np.arange(6, dtype=np.float32) if rank == 0 else np.zeros(
+        6, dtype=np.float32)
+    request = mpi_comm.Ibcast(data, root=0)
+    while not request.Test():
+        pass
+    np.testing.assert_array_equal(data, np.arange(6, dtype=np.float32))
+    big = np.full(70000, rank + 1, dtype=np.float64)
+    out = np.empty_like(big)
+    requests = [mpi_comm.Iallreduce(big, out, op=MPI.SUM),
+                mpi_comm.Ibarrier()]
+    while not MPI.Request.Testall(requests):
+        pass
+    assert (out == size * (size + 1) / 2).all()
