@@ -5,6 +5,7 @@ blocking call), so :func:`capture` keeps raw (file, line, function)
 triples; :class:`CallRecord` turns them into ``traceback.FrameSummary``
 objects only when a report needs them.
 """
+import importlib.util
 import os
 import sys
 import threading
@@ -14,17 +15,35 @@ __all__ = ['capture', 'CallRecord', 'user_frame', 'is_library_file',
            'LIBRARY_DIRS']
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# Frames in these folders are plumbing, not "the user's line".
-LIBRARY_DIRS = [
+
+
+def _package_dir(name):
+    """Folder of an installed package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.abspath(list(spec.submodule_search_locations)[0]) + os.sep
+
+
+# Frames in these folders are plumbing, not "the user's line": the
+# simulator, chainermn_lite, and the Chainer / ChainerMN machinery that
+# calls MPI on the user's behalf (backward, optimizers, extensions).
+LIBRARY_DIRS = [d for d in [
     _HERE + os.sep,
     os.path.join(os.path.dirname(_HERE), 'chainermn_lite') + os.sep,
     os.path.abspath(threading.__file__),
-]
+    _package_dir('chainer'),
+    _package_dir('chainermn'),
+] if d]
 _MAX_DEPTH = 64
 
 
 def is_library_file(filename):
-    """True for files inside simulator/, chainermn_lite/ or threading."""
+    """True for files of the simulator, chainermn_lite, Chainer, ChainerMN
+    or threading."""
     return any(filename.startswith(d) for d in LIBRARY_DIRS) or \
         filename.startswith('<frozen')
 
