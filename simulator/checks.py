@@ -120,13 +120,17 @@ class Report:
         if self.finished and self.kind != 'unmatched':
             lines.append('  ranks finished: {}'.format(
                 _ranges(self.finished)))
-        for dest, msg in self.unmatched[:50]:
+        # A rendezvous send still blocked is already listed as pending.
+        shown = {id(r) for r in self.pending.values()}
+        unmatched = [(d, m) for d, m in self.unmatched
+                     if id(m.record) not in shown]
+        for dest, msg in unmatched[:50]:
             lines.append('  message from rank {} to rank {} never '
                          'received: {}'.format(msg.record.rank, dest,
                                                msg.record.describe()))
-        if len(self.unmatched) > 50:
+        if len(unmatched) > 50:
             lines.append('  ... and {} more messages'.format(
-                len(self.unmatched) - 50))
+                len(unmatched) - 50))
         unreceived = [(d, r) for d, r in self.unreceived
                       if d not in self.pending]
         for dest, record in unreceived[:50]:
