@@ -96,6 +96,9 @@ class _RankLocalComm(Intracomm):
     def _state(self):
         return getattr(_rank_context(self._label), self._attr)._state
 
+    def __bool__(self):
+        return True             # never COMM_NULL, even outside a rank
+
     def __repr__(self):
         if current() is None:
             return '<simulator.mpi.{} (no rank)>'.format(self._label)

@@ -254,16 +254,15 @@ class World:
                         self._deadlock_check(certain=True)
                         break
 
-    def timeout(self, seconds):
-        """Backstop: the run took longer than ``seconds``."""
+    def stop(self, reason):
+        """Backstop (timeout, Ctrl-C): break the world, saying ``reason``."""
         with self.lock:
             if self.failure is not None:
                 return
             report = checks.Report.from_world(self, kind='timeout')
             self.break_with(DeadlockError(report.format(
-                'no completion within the {} s timeout (ranks still '
-                'running user code are listed without a pending '
-                'call)'.format(seconds)), report=report))
+                '{} (ranks still running user code are listed without a '
+                'pending call)'.format(reason)), report=report))
 
 
 def _quiet_outcome(error):
@@ -329,10 +328,10 @@ def _join(world, threads, timeout):
             if t.is_alive():
                 break
     except BaseException:
-        world.timeout('interrupted')
+        world.stop('the run was interrupted')
         raise
     if any(t.is_alive() for t in threads):
-        world.timeout(timeout)
+        world.stop('no completion within the {} s timeout'.format(timeout))
         grace = time.monotonic() + 5.0
         for t in threads:
             t.join(max(0.0, grace - time.monotonic()))
