@@ -96,6 +96,7 @@ def arrive(state, seq, op, signature, arg, record, combine=None):
         slot.calls[me] = record
         slot.args[me] = arg
         slot.arrived += 1
+        world.version += 1
         last = slot.arrived == slot.size
         if last and combine is None:
             _mark_ready(world, slot, None)
@@ -107,6 +108,7 @@ def arrive(state, seq, op, signature, arg, record, combine=None):
 
 
 def _mark_ready(world, slot, result):
+    world.version += 1
     slot.result = result
     slot.ready = True
     for member in slot.members:
@@ -139,6 +141,7 @@ def leave(state, slot):
     world = state.world
     with world.lock:
         slot.departed += 1
+        world.version += 1
         if slot.departed == slot.size:
             world.collectives.pop(slot.key, None)
             # Only the ranks waiting for departure: waking the others

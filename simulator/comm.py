@@ -349,6 +349,8 @@ class Comm:
                 world.block(s.world_rank, arrived, CallRecord(
                     op, s.world_rank, source, tag, s.name, raw=capture(3)))
             elif not arrived():
+                world.note_poll(s.world_rank, CallRecord(
+                    op, s.world_rank, source, tag, s.name, raw=capture(3)))
                 return False
         msg = found[-1]
         if status is not None:

@@ -120,22 +120,35 @@ class _CollectiveRequest(Request):
             self._left = True
             coll.leave(self._state_, self._slot)
 
-    def test(self, status=None):
-        if self._done:
-            return True, None
-        with self._world.lock:
-            self._world.raise_if_broken(self._rank)
+    def _progress(self):
+        """Do this rank's part if possible; True when complete. Never
+        blocks (a Test loop must not wait for other ranks' parts)."""
+        world = self._world
+        with world.lock:
+            world.raise_if_broken(self._rank)
             ready = self._slot.ready
-        if not ready:
-            return False, None
+            if not ready:
+                world.note_poll(self._rank, self.record)
+                return False
         if not self._left:
             self._part()
         if self._stay:
-            with self._world.lock:
+            with world.lock:
                 if self._slot.departed != self._slot.size:
-                    return False, None
+                    world.note_poll(self._rank, self.record)
+                    return False
+        return True
+
+    def test(self, status=None):
+        if self._done:
+            return True, None
+        if not self._progress():
+            return False, None
         self._done = True
         return True, None
+
+    def Get_status(self, status=None):  # noqa: N802
+        return self._done or self._progress()
 
 
 def Ibarrier(self):  # noqa: N802

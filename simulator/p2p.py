@@ -124,6 +124,7 @@ class RecvRequest(Request):
 
 def post_send(world, ctx, dest, msg, rendezvous):
     """Deliver or queue ``msg`` for world rank ``dest`` (lock held)."""
+    world.version += 1
     request = SendRequest(world, msg.record.rank, msg.record)
     request.dest = dest
     posted = world.posted[dest].get(ctx)
@@ -162,6 +163,7 @@ def find_message(world, rank, ctx, source, tag, remove):
 def post_recv(world, ctx, request):
     """Match ``request`` with a queued message or post it (lock held)."""
     rank = request._rank
+    world.version += 1
     msg = find_message(world, rank, ctx, request.source, request.tag, True)
     if msg is None:
         world.posted[rank].setdefault(ctx, []).append(request)

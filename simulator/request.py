@@ -134,6 +134,8 @@ class Request:
         with self._world.lock:
             self._world.raise_if_broken(self._rank)
             ready = self._ready()
+            if not ready:
+                self._world.note_poll(self._rank, self.record)
         if not ready:
             return False, None
         return True, self._complete(status)
@@ -143,7 +145,11 @@ class Request:
         if self._done:
             return True
         with self._world.lock:
-            return bool(self._ready())
+            self._world.raise_if_broken(self._rank)
+            ready = bool(self._ready())
+            if not ready:
+                self._world.note_poll(self._rank, self.record)
+            return ready
 
     def Cancel(self):  # noqa: N802
         """Cancelling is not simulated; the request stays active."""

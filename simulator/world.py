@@ -26,7 +26,8 @@ from simulator import checks
 from simulator.errors import (DeadlockError, RankFailedError,
                               UnmatchedMessageError)
 
-__all__ = ['World', 'RankContext', 'current', 'run', 'SEND_MODES']
+__all__ = ['World', 'RankContext', 'current', 'run', 'SEND_MODES',
+           'POLL_GRACE']
 
 SEND_MODES = ('eager', 'rendezvous')
 _local = threading.local()
@@ -34,6 +35,8 @@ _local = threading.local()
 # recursion-heavy code in small worlds keeps the default.
 _BIG_WORLD = 256
 _BIG_WORLD_STACK = 512 * 1024
+# Seconds a rank may poll an unchanging world before it counts as stuck.
+POLL_GRACE = 1.0
 
 
 def current():
@@ -139,6 +142,10 @@ class World:
         self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
         self.posted = [dict() for _ in range(size)]      # ctx -> [request]
         self.collectives = {}                            # (ctx, seq) -> slot
+        # Bumped by every change a Test() could observe; a rank that
+        # polls while it stays put is spinning (see note_poll).
+        self.version = 0
+        self.polling = {}           # rank -> (version, since, record)
         self.contexts = []
         self.start_time = time.perf_counter()
 
@@ -156,6 +163,7 @@ class World:
         if ready():
             return
         cond = self._conds[rank]
+        self.polling.pop(rank, None)
         self.waiting[rank] = record
         self._ready[rank] = ready
         if hopeless is not None:
@@ -185,6 +193,39 @@ class World:
             self.waiting[rank] = None
             self._ready[rank] = None
             self._hopeless.pop(rank, None)
+
+    def note_poll(self, rank, record):
+        """``rank`` polled (Test, Iprobe) and found nothing (lock held).
+
+        A Test() loop never blocks, so the wait-for check cannot see it.
+        When every other live rank is blocked and the world has not changed
+        for ``POLL_GRACE`` seconds of polling, nothing can ever complete
+        the polled operation: report a deadlock.
+        """
+        now = time.monotonic()
+        state = self.polling.get(rank)
+        if state is None or state[0] != self.version:
+            self.polling[rank] = (self.version, now, record)
+            return
+        if now - state[1] < POLL_GRACE or self.failure is not None:
+            return
+        spinning = [r for r, (v, since, _) in self.polling.items()
+                    if v == self.version and now - since >= POLL_GRACE
+                    and not self.finished[r] and self.waiting[r] is None]
+        if self._blocked + len(spinning) != self.live:
+            return
+        for r in spinning:
+            self.waiting[r] = self.polling[r][2]
+        try:
+            report = checks.Report.from_world(self, kind='deadlock')
+        finally:
+            for r in spinning:
+                self.waiting[r] = None
+        self.break_with(DeadlockError(report.format(
+            'deadlock: every live rank is blocked or polling (Test/Iprobe) '
+            'for {:.1f} s with no change'.format(POLL_GRACE)),
+            report=report))
+        self.raise_if_broken(rank)
 
     def wake(self, rank):
         """Tell blocked ``rank`` that what it waits for may have changed."""
@@ -244,6 +285,8 @@ class World:
     def _finish_locked(self, rank):
         if not self.finished[rank]:
             self.finished[rank] = True
+            self.version += 1
+            self.polling.pop(rank, None)
             self.finished_ranks.append(rank)
             self.finished_count += 1
             self.live -= 1

@@ -155,3 +155,37 @@ def test_send_to_a_finished_rank_is_reported_at_the_send():
     assert 'message from rank 0 to rank 1 never received' in text
     assert 'send(peer=1, tag=8' in text
     assert 'test_checks.py:' in text
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_a_test_loop_that_can_never_succeed_is_reported():
+    def body(comm):
+        if comm.Get_rank() == 0:
+            request = comm.irecv(source=1, tag=4)  # POLLED RECV
+            while not request.Test():
+                pass
+        else:
+            comm.recv(source=0, tag=9)
+
+    start = time.monotonic()
+    with pytest.raises(DeadlockError) as info:
+        simulator.run(body, 2, timeout=30)
+    assert time.monotonic() - start < 5
+    text = str(info.value)
+    assert 'polling' in text
+    assert 'irecv(peer=1, tag=4' in text
+    assert 'recv(peer=0, tag=9' in text
+
+
+@pytest.mark.simulator_only('timing-dependent: polls while a peer computes')
+def test_polling_while_a_peer_computes_is_not_a_deadlock():
+    def body(comm):
+        if comm.Get_rank() == 0:
+            request = comm.irecv(source=1, tag=4)
+            while not request.Test():
+                pass
+            return 'received'
+        time.sleep(1.5)             # longer than the polling grace
+        comm.send('late but fine', dest=0, tag=4)
+        return None
+    assert simulator.run(body, 2, timeout=30) == ['received', None]
