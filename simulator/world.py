@@ -8,12 +8,18 @@ blocked and none was woken" means no rank can ever make progress: that is
 the deadlock test, made the moment the last live rank blocks, with no
 timeout involved.
 
+Two more cases are caught without waiting for every rank to block: a wait
+that needs ranks which already finished (``block(..., hopeless=fn)``), and
+a Test()/Iprobe loop that spins while every other rank is blocked and
+nothing changes (:meth:`World.note_poll`, after ``POLL_GRACE`` seconds).
+
 Code that blocks outside ``simulator.mpi`` (``simulator.nccl``, say) uses
 the same protocol: hold ``world.lock``, call ``world.block(rank, ready,
 record)``, and have the party that makes ``ready()`` true call
 ``world.wake(rank)`` under the lock. ``block`` raises
 :class:`~simulator.errors.RankFailedError` as soon as any rank fails and
-:class:`~simulator.errors.DeadlockError` when no rank can progress.
+:class:`~simulator.errors.DeadlockError` when no rank can progress;
+``world.break_with(error)`` makes every rank raise a fired check.
 """
 import copy
 import sys
