@@ -120,17 +120,22 @@ def pytest_generate_tests(metafunc):
     if kwargs:
         raise TypeError('unknown mpi marker arguments: {}'.format(
             sorted(kwargs)))
-    if _real_mode(metafunc.config):
-        world_size = _world_comm().Get_size()
-        sizes = tuple(s for s in sizes if s <= world_size) or (world_size,)
-    specs = []
+    world_size = (_world_comm().Get_size() if _real_mode(metafunc.config)
+                  else None)
+    params = []
     for size in sizes:
         n = nodes if size >= nodes and size % nodes == 0 else 1
-        specs.append(WorldSpec(size, n, send_mode))
-    metafunc.parametrize(
-        'mpi_comm', specs, indirect=True,
-        ids=['np{}{}'.format(s.size, 'x{}nodes'.format(s.nodes)
-                             if s.nodes > 1 else '') for s in specs])
+        spec = WorldSpec(size, n, send_mode)
+        marks = ()
+        if world_size is not None and size > world_size:
+            # Shown as a skip (not silently dropped or shrunk) so that a
+            # 3-rank test under `mpiexec -n 2` says it did not run.
+            marks = pytest.mark.skip(reason='needs {} ranks; mpiexec '
+                                     'started {}'.format(size, world_size))
+        params.append(pytest.param(
+            spec, marks=marks,
+            id='np{}{}'.format(size, 'x{}nodes'.format(n) if n > 1 else '')))
+    metafunc.parametrize('mpi_comm', params, indirect=True)
 
 
 @pytest.fixture
