@@ -60,6 +60,7 @@ class Report:
         self.unmatched = []
         self.unreceived = []    # posted receives never matched
         self.missing = {}
+        self.delivered = {}     # see World.delivered
         self.hints = []
 
     @classmethod
@@ -79,6 +80,7 @@ class Report:
             if absent:
                 report.missing[(slot.comm_name, seq)] = absent
         report._collect_unmatched(world)
+        report.delivered = world.delivered
         return report
 
     @classmethod
@@ -87,6 +89,7 @@ class Report:
         report = cls('unmatched', world.size)
         report.finished = list(range(world.size))
         report._collect_unmatched(world)
+        report.delivered = world.delivered
         return report
 
     def _collect_unmatched(self, world):

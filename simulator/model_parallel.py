@@ -81,18 +81,37 @@ def _findings(report):
     return out
 
 
+def _forward_send_lines(report, rank, record, tag):
+    """Where the peer's forward sends to ``rank`` on ``tag`` were made.
+
+    The last few such messages are remembered by the world; several call
+    sites on one tag (two sends, one forgotten) are all named.
+    """
+    recent = report.delivered.get((rank, record.comm, record.peer, 2 * tag))
+    lines = []
+    for forward in recent or ():
+        line = _user_line(forward)
+        if line not in lines:
+            lines.append(line)
+    return ' or '.join(lines)
+
+
 def explain_model_parallel(report):
     """Hint for reports involving chainermn_lite.functions send/recv."""
     lines = []
     for rank, peer, tag, how, record in _findings(report):
         if _is_send(record):
+            forward = _forward_send_lines(report, rank, record, tag)
             lines.append(
                 'rank {r} sent the gradient of its functions.recv(rank={p}, '
                 'tag={t}) in backward (from {where}), but rank {p} never ran '
                 'the backward of its matching functions.send(x, rank={r}, '
-                'tag={t}) (the gradient is {how}; rank {p} {state}).'.format(
+                'tag={t}){sent_at} (the gradient is {how}; rank {p} '
+                '{state}).'.format(
                     r=rank, p=peer, t=tag, how=how,
                     where=_user_line(record),
+                    sent_at=', sent in forward from ' + forward
+                    if forward else '',
                     state=_state_of(report, peer)))
         else:
             lines.append(

@@ -8,6 +8,7 @@ posts. Scanning in order gives MPI's non-overtaking rule per (source, tag).
 Payloads are copied by the sender at call time; the receiver copies into
 its own buffer outside the world lock.
 """
+import collections
 import pickle
 
 from simulator.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE, PROC_NULL
@@ -86,6 +87,12 @@ class RecvRequest(Request):
 
     def _finish(self, status):
         msg = self.message
+        key = (self._rank, self.comm_name, msg.source, msg.tag)
+        recent = self._world.delivered.get(key)
+        if recent is None:
+            recent = self._world.delivered[key] = collections.deque(
+                maxlen=4)
+        recent.append(msg.record)
         if status is not None:
             status._fill(msg.source, msg.tag, msg.nbytes)
         if msg.kind != self.kind:

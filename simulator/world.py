@@ -152,6 +152,10 @@ class World:
         # polls while it stays put is spinning (see note_poll).
         self.version = 0
         self.polling = {}           # rank -> (version, since, record)
+        # (receiver world rank, comm name, source, tag) -> deque of the
+        # senders' CallRecords of the last messages received there: reports
+        # use them to name the line of a send whose message is long gone.
+        self.delivered = {}
         self.contexts = []
         self.start_time = time.perf_counter()
 

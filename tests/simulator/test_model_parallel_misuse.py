@@ -1,6 +1,8 @@
 """The seed guide's pathological model-parallel graphs are reported with a
 hint naming the rank whose send was never back-propagated, not a hang or a
 silent pass. These runs fail on purpose, so they are simulator only."""
+import inspect
+
 import chainer
 import chainer.functions as F
 import numpy as np
@@ -60,6 +62,13 @@ def receiver_drops_its_graph(mpi_comm):
         # rank 1 never back-propagates: its recv's backward never runs
 
 
+def _line_of(fn, snippet):
+    """'file:line' of the first line of ``fn`` that contains ``snippet``."""
+    lines, start = inspect.getsourcelines(fn)
+    offset = next(i for i, text in enumerate(lines) if snippet in text)
+    return '{}:{}'.format(inspect.getsourcefile(fn), start + offset)
+
+
 def _report(fn, send_mode):
     with pytest.raises(ERRORS) as info:
         simulator.run(fn, 2, send_mode=send_mode, timeout=60)
@@ -74,6 +83,10 @@ def test_forgotten_delegate_variable_is_explained(send_mode):
            'functions.send(x, rank=1, tag=0)' in text
     assert 'delegate_variable=phi' in text and 'pseudo_connect' in text
     assert 'test_model_parallel_misuse.py' in text      # the user's line
+    if send_mode == 'eager':
+        # the line of the send whose backward never ran
+        assert 'sent in forward from forgot_delegate ({})'.format(
+            _line_of(forgot_delegate, 'F_.send(_x() * 2')) in text
 
 
 @pytest.mark.simulator_only('deliberately broken graph: leftover gradient')
@@ -82,6 +95,8 @@ def test_two_sends_without_pseudo_connect_are_explained():
     assert 'rank 0 never ran the backward of its matching ' \
            'functions.send(x, rank=1, tag=0)' in text
     assert 'pseudo_connect(phi1, phi2)' in text
+    for send in ('F_.send(x * 2', 'F_.send(x * 3'):
+        assert _line_of(two_sends_without_pseudo_connect, send) in text
 
 
 @pytest.mark.simulator_only('deliberately broken graph: deadlock')

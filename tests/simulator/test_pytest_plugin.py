@@ -65,7 +65,8 @@ def test_unknown_marker_argument_is_refused(pytester):
             pass
     """)
     result = pytester.runpytest('-p', 'no:xdist')
-    result.stdout.re_match_lines([r".*unknown mpi marker arguments: \['size'\]"])
+    result.stdout.re_match_lines(
+        [r".*unknown mpi marker arguments: \['size'\]"])
     assert result.ret != 0
 
 
