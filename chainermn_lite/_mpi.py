@@ -83,7 +83,10 @@ def check_movable_dtype(dtype, what):
                 what, dtype))
 
 
-def env_flag(name):
-    """True when environment variable ``name`` is set to a true value."""
-    return os.environ.get(name, '').strip().lower() in ('1', 'true', 'yes',
-                                                         'on')
+def env_flag(name, default=False):
+    """The boolean value of environment variable ``name`` (``default`` when
+    it is unset or empty)."""
+    value = os.environ.get(name, '').strip().lower()
+    if not value:
+        return default
+    return value in ('1', 'true', 'yes', 'on')

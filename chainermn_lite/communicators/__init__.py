@@ -58,6 +58,10 @@ def create_communicator(communicator_name=None, mpi_comm=None,
     On real MPI an uncaught exception in any rank aborts the whole job
     instead of leaving the other ranks hanging; turn that off with
     ``CHAINERMN_LITE_NO_ABORT=1`` (see ``chainermn_lite.global_except_hook``).
+    There, freed array memory is also kept in the process for reuse (fresh
+    page faults otherwise dominate the cost of received arrays); turn that
+    off with ``CHAINERMN_LITE_MALLOC_TUNING=0`` (see
+    ``chainermn_lite._malloc``).
     """
     batched_copy = kwargs.pop('batched_copy', True)
     if kwargs:
@@ -87,3 +91,6 @@ def create_communicator(communicator_name=None, mpi_comm=None,
 def _install_abort_hook(mpi_comm):
     from chainermn_lite import global_except_hook
     global_except_hook.add_hook_if_enabled(mpi_comm)
+    if not _mpi.is_simulated(mpi_comm):
+        from chainermn_lite import _malloc
+        _malloc.tune_malloc()
