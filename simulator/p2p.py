@@ -72,20 +72,38 @@ class RecvRequest(Request):
         self.buf = buf
         self.comm_name = comm_name
         self.message = None
+        self.ctx = None         # set while posted (unmatched)
+        self.cancelled = False
         self.group = ()         # comm rank -> world rank
 
     def _ready(self):
-        return self.message is not None
+        return self.message is not None or self.cancelled
 
     def _hopeless(self):
         finished = self._world.finished
-        if self.message is not None or self.source == PROC_NULL:
+        if self._ready() or self.source == PROC_NULL:
             return False
         if self.source != ANY_SOURCE:
             return finished[self.group[self.source]]
         return all(finished[p] for p in self.group if p != self._rank)
 
+    def Cancel(self):  # noqa: N802
+        """Withdraw the receive if no message has matched it yet."""
+        world = self._world
+        with world.lock:
+            if self.message is not None or self.cancelled:
+                return
+            posted = world.posted[self._rank].get(self.ctx, ())
+            if self in posted:
+                posted.remove(self)
+                self.cancelled = True
+                world.version += 1
+
     def _finish(self, status):
+        if self.cancelled:
+            if status is not None:
+                status.cancelled = True
+            return None
         msg = self.message
         key = (self._rank, self.comm_name, msg.source, msg.tag)
         recent = self._world.delivered.get(key)
@@ -173,6 +191,7 @@ def post_recv(world, ctx, request):
     world.version += 1
     msg = find_message(world, rank, ctx, request.source, request.tag, True)
     if msg is None:
+        request.ctx = ctx
         world.posted[rank].setdefault(ctx, []).append(request)
         return request
     request.message = msg

@@ -51,7 +51,7 @@ class Status:
         return self.Get_count(datatype)
 
     def Is_cancelled(self):  # noqa: N802
-        """Simulated requests are never cancelled."""
+        """True for a receive withdrawn by ``Cancel`` before it matched."""
         return self.cancelled
 
     def Set_source(self, source):  # noqa: N802
@@ -67,6 +67,7 @@ class Status:
 
     def _fill(self, source, tag, nbytes):
         self.source, self.tag, self.nbytes = source, tag, nbytes
+        self.cancelled = False
 
     def __repr__(self):
         return '<Status source={} tag={} bytes={}>'.format(
@@ -152,7 +153,7 @@ class Request:
             return ready
 
     def Cancel(self):  # noqa: N802
-        """Cancelling is not simulated; the request stays active."""
+        """Sends cannot be cancelled (as in Open MPI); receives can."""
 
     def Free(self):  # noqa: N802
         """Forget the request (the operation still takes place)."""

@@ -400,9 +400,13 @@ def _outcome(world):
     failure = world.failure
     if failure is None:
         report = checks.Report.unmatched_from_world(world)
-        if report.unmatched:
+        if report.unmatched or report.unreceived:
+            # A receive left posted is a leaked request (MPI requires every
+            # request to complete or be cancelled); Open MPI stays silent.
             raise UnmatchedMessageError(report.format(
-                'messages never received when the run ended'),
+                'messages never received when the run ended'
+                if report.unmatched else
+                'receives posted but never matched when the run ended'),
                 report=report)
         return [ctx.result for ctx in world.contexts]
     if failure.rank is not None:

@@ -352,3 +352,24 @@ def test_p2p_cases_in_rendezvous_mode(mpi_comm, MPI):
         case(mpi_comm, MPI)
         # Wildcard receives of one case must not take the next one's sends.
         mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_cancelled_receive_completes_as_cancelled(mpi_comm, MPI):
+    right, left = _neighbours(mpi_comm)
+    never = mpi_comm.Irecv(np.zeros(3), source=left, tag=77)
+    never.Cancel()
+    status = MPI.Status()
+    never.Wait(status)
+    assert status.Is_cancelled()
+    # No message may exist before every rank has cancelled (real MPI would
+    # match it instead). Then the cancelled receive must not swallow a
+    # later message on its tag.
+    mpi_comm.Barrier()
+    request = mpi_comm.Isend(np.full(3, mpi_comm.Get_rank(), 'f8'), right,
+                             tag=77)
+    got = np.zeros(3)
+    mpi_comm.Recv(got, source=left, tag=77, status=status)
+    request.Wait()
+    assert not status.Is_cancelled()
+    assert (got == left).all()

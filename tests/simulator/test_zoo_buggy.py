@@ -221,6 +221,18 @@ def test_message_never_received():
 
 
 @pytest.mark.simulator_only(BROKEN)
+def test_receive_left_posted_at_the_end():
+    def program(comm):
+        if comm.Get_rank() == 0:
+            comm.Irecv(np.zeros(3), source=1, tag=5)  # BUG: leaked receive
+        comm.Barrier()
+
+    _, text = _expect(UnmatchedMessageError, program, 2)
+    assert 'receive posted by rank 0 never matched' in text
+    assert 'tag=5' in text and _where('BUG: leaked receive') in text
+
+
+@pytest.mark.simulator_only(BROKEN)
 def test_receive_buffer_too_small_is_mpi_truncate():
     def program(comm):
         if comm.Get_rank() == 0:
