@@ -1,27 +1,38 @@
 """Communicators: ChainerMN's communicator API over any mpi4py-like comm."""
 from chainermn_lite import _mpi
-from chainermn_lite.communicators import _strategies
 from chainermn_lite.communicators.communicator_base import CommunicatorBase
+from chainermn_lite.communicators.dummy_communicator import \
+    DummyCommunicator
+from chainermn_lite.communicators.flat_communicator import FlatCommunicator
+from chainermn_lite.communicators.hierarchical_communicator import \
+    HierarchicalCommunicator
 from chainermn_lite.communicators.mpi_communicator import MpiCommunicator
+from chainermn_lite.communicators.mpi_communicator_base import \
+    MpiCommunicatorBase
+from chainermn_lite.communicators.naive_communicator import \
+    NaiveCommunicator
+from chainermn_lite.communicators.non_cuda_aware_communicator import \
+    NonCudaAwareCommunicator
+from chainermn_lite.communicators.pure_nccl_communicator import \
+    PureNcclCommunicator
 
 __all__ = ['create_communicator', 'CommunicatorBase', 'MpiCommunicator',
+           'MpiCommunicatorBase', 'NaiveCommunicator', 'FlatCommunicator',
+           'HierarchicalCommunicator', 'NonCudaAwareCommunicator',
+           'DummyCommunicator', 'PureNcclCommunicator',
            'COMMUNICATOR_NAMES', 'default_communicator_name']
 
 
-def _pure_nccl(mpi_comm):
-    from chainermn_lite.communicators import _nccl_strategy
-    return _nccl_strategy.PureNccl(mpi_comm)
-
-
-_FACTORIES = {
-    'naive': lambda mpi_comm: _strategies.Naive(),
-    'flat': lambda mpi_comm: _strategies.Flat(),
-    'hierarchical': lambda mpi_comm: _strategies.Hierarchical(),
-    'non_cuda_aware': lambda mpi_comm: _strategies.NonCudaAware(),
-    'dummy': lambda mpi_comm: _strategies.Dummy(),
-    'pure_nccl': _pure_nccl,
+# One class per name; each binds a gradient strategy to MpiCommunicator.
+_CLASSES = {
+    'naive': NaiveCommunicator,
+    'flat': FlatCommunicator,
+    'hierarchical': HierarchicalCommunicator,
+    'non_cuda_aware': NonCudaAwareCommunicator,
+    'dummy': DummyCommunicator,
+    'pure_nccl': PureNcclCommunicator,
 }
-COMMUNICATOR_NAMES = tuple(_FACTORIES)
+COMMUNICATOR_NAMES = tuple(_CLASSES)
 
 
 def default_communicator_name():
@@ -69,7 +80,7 @@ def create_communicator(communicator_name=None, mpi_comm=None,
                         '{}'.format(sorted(kwargs)))
     if communicator_name is None:
         communicator_name = default_communicator_name()
-    if communicator_name not in _FACTORIES:
+    if communicator_name not in _CLASSES:
         raise ValueError('Unrecognized communicator: {!r}; available: '
                          '{}'.format(communicator_name,
                                      ', '.join(COMMUNICATOR_NAMES)))
@@ -79,11 +90,10 @@ def create_communicator(communicator_name=None, mpi_comm=None,
                          .format(allreduce_grad_dtype, communicator_name))
     if mpi_comm is None:
         mpi_comm = _mpi.world_comm()
-    strategy = _FACTORIES[communicator_name](mpi_comm)
     configs = {'batched_copy': batched_copy}
     if communicator_name == 'pure_nccl':
         configs['allreduce_grad_dtype'] = allreduce_grad_dtype
-    comm = MpiCommunicator(mpi_comm, strategy, communicator_name, configs)
+    comm = _CLASSES[communicator_name](mpi_comm, **configs)
     _install_abort_hook(mpi_comm)
     return comm
 
