@@ -10,6 +10,9 @@ at most one.
 import chainer.datasets
 import numpy
 
+from chainermn_lite.datasets import scatter_check
+from chainermn_lite.iterators import batch_check
+
 __all__ = ['DataSizeError', 'scatter_dataset', 'scatter_index',
            'index_ranges']
 
@@ -45,29 +48,41 @@ def _check_root(root, comm):
                          '{}'.format(root, comm.size))
 
 
-def scatter_index(n_total_samples, comm, root=0, force_equal_length=True):
+def scatter_index(n_total_samples, comm, root=0, force_equal_length=True,
+                  check=None):
     """scatter_index(n_total_samples, comm, root=0, *,
-    force_equal_length=True): this rank's ``(begin, end)`` offsets.
+    force_equal_length=True, check=None): this rank's ``(begin, end)``
+    offsets.
 
     Only ``root``'s ``n_total_samples`` counts; the others may pass None.
+    ``check`` (default: on for a simulated communicator) verifies the
+    ranges with ``check_scattered``.
     """
     _check_root(root, comm)
     ranges = None
     if comm.rank == root:
         ranges = index_ranges(n_total_samples, comm.size,
                               force_equal_length)
-    return tuple(comm.scatter_obj(ranges, root=root))
+    mine = tuple(comm.scatter_obj(ranges, root=root))
+    if batch_check.check_enabled(comm, check):
+        scatter_check.check_scattered(
+            mine, comm, n_total_samples if comm.rank == root else None,
+            force_equal_length)
+    return mine
 
 
 def scatter_dataset(dataset, comm, root=0, shuffle=False, seed=None,
-                    max_buf_len=256 * 1024 * 1024, force_equal_length=True):
+                    max_buf_len=256 * 1024 * 1024, force_equal_length=True,
+                    check=None):
     """scatter_dataset(dataset, comm, root=0, shuffle=False, seed=None,
-    max_buf_len=256 * 1024 * 1024, *, force_equal_length=True): this rank's
-    ``SubDataset`` of ``root``'s dataset.
+    max_buf_len=256 * 1024 * 1024, *, force_equal_length=True,
+    check=None): this rank's ``SubDataset`` of ``root``'s dataset.
 
     The dataset is broadcast from ``root`` in pieces of at most
     ``max_buf_len`` bytes; other ranks' ``dataset`` is ignored. With
     ``shuffle`` the order is a permutation from ``RandomState(seed)``.
+    ``check`` (default: on for a simulated communicator) verifies the
+    parts and the order with ``check_scattered``.
     """
     _check_root(root, comm)
     if max_buf_len <= 0 or max_buf_len > 2 ** 31 - 1:
@@ -85,5 +100,10 @@ def scatter_dataset(dataset, comm, root=0, shuffle=False, seed=None,
     dataset, order = comm.bcast_obj(payload, max_buf_len=max_buf_len,
                                     root=root)
     begin, end = scatter_index(len(dataset), comm, root,
-                               force_equal_length=force_equal_length)
-    return chainer.datasets.SubDataset(dataset, begin, end, order)
+                               force_equal_length=force_equal_length,
+                               check=False)
+    part = chainer.datasets.SubDataset(dataset, begin, end, order)
+    if batch_check.check_enabled(comm, check):
+        scatter_check.check_scattered(part, comm,
+                                      force_equal_length=force_equal_length)
+    return part
