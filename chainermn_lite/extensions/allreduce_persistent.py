@@ -18,9 +18,12 @@ class AllreducePersistent(chainer.training.Extension):
 
     def __call__(self, trainer=None):
         """Average the persistents now."""
-        for _, value in sorted(self.model.namedpersistent()):
-            if not isinstance(value, numpy.ndarray) or \
-                    value.dtype.kind != 'f':
-                continue
-            total = self.comm.allreduce(value)
-            value[...] = total / self.comm.size
+        # Chainer 7 has no namedpersistent(): walk the links' persistents.
+        for _, link in sorted(self.model.namedlinks(),
+                              key=lambda item: item[0]):
+            for name in sorted(link._persistent):
+                self._average(getattr(link, name))
+
+    def _average(self, value):
+        if isinstance(value, numpy.ndarray) and value.dtype.kind == 'f':
+            value[...] = self.comm.allreduce(value) / self.comm.size
