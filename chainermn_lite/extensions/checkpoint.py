@@ -13,6 +13,9 @@ import tempfile
 import chainer
 from chainer import serializers
 
+from chainermn_lite.extensions._multi_node_snapshot import \
+    multi_node_snapshot
+
 __all__ = ['create_multi_node_checkpointer', 'multi_node_snapshot',
            'save_atomically']
 
@@ -106,55 +109,3 @@ def create_multi_node_checkpointer(name, comm, cp_interval=5,
     ``gc_interval``), and whose ``maybe_load(trainer, optimizer)`` resumes
     all ranks from the newest common checkpoint."""
     return _MultiNodeCheckpointer(name, comm, cp_interval, gc_interval, path)
-
-
-class _MultiNodeSnapshot(chainer.training.Extension):
-
-    def __init__(self, comm, snapshot, replica_sets):
-        self.comm = comm
-        self.snapshot = snapshot
-        self.writers = _writer_ranks(comm.size, replica_sets)
-        self.trigger = getattr(snapshot, 'trigger', (1, 'epoch'))
-        self.priority = getattr(snapshot, 'priority',
-                                chainer.training.PRIORITY_READER)
-
-    def __call__(self, trainer):
-        """Run the wrapped snapshot on the writer ranks only."""
-        if self.comm.rank in self.writers:
-            self.snapshot(trainer)
-
-    def initialize(self, trainer):
-        if self.comm.rank in self.writers and \
-                hasattr(self.snapshot, 'initialize'):
-            self.snapshot.initialize(trainer)
-
-    def finalize(self):
-        if hasattr(self.snapshot, 'finalize'):
-            self.snapshot.finalize()
-
-
-def _writer_ranks(size, replica_sets):
-    """The first rank of each replica set; ranks in no set write too."""
-    writers, seen = set(), set()
-    for group in replica_sets or []:
-        group = sorted(group)
-        if not group:
-            continue
-        for rank in group:
-            if not 0 <= rank < size or rank in seen:
-                raise ValueError('replica_sets: rank {} is out of range '
-                                 'or listed twice'.format(rank))
-            seen.add(rank)
-        writers.add(group[0])
-    writers.update(set(range(size)) - seen)
-    return writers
-
-
-def multi_node_snapshot(comm, snapshot, replica_sets=None):
-    """multi_node_snapshot(comm, snapshot, replica_sets): run a Chainer
-    ``snapshot`` extension only on the first rank of each set of ranks
-    that hold identical state (default: every rank is its own set, so
-    give it a per-rank filename such as ``'snapshot_{.updater.iteration}'
-    + '.{}'.format(comm.rank)``). Chainer's snapshot writers already save
-    to a temporary file and rename it into place."""
-    return _MultiNodeSnapshot(comm, snapshot, replica_sets)
