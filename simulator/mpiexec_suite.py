@@ -1,0 +1,102 @@
+"""pytest plugin: a test suite written for ``mpiexec -n N`` on N simulated
+ranks, in one process and unedited.
+
+    python -m pytest -p simulator.mpiexec_suite --sim-suite-np 2 tests_dir
+
+Every collected test runs once per rank thread of a fresh simulated world,
+as each process would run it under ``mpiexec``; a failure on any rank fails
+the test, naming the rank, and a deadlock is reported instead of hanging.
+What it arranges so that such a suite needs no change:
+
+- ``mpi4py.MPI`` is ``simulator.mpi`` from the start of the session, so a
+  module-level ``COMM_WORLD`` resolves to the calling rank's world;
+- a ``unittest.TestCase`` test gets one instance per rank (its ``setUp``
+  stores per-rank state on ``self``);
+- NumPy's global RNG functions (``numpy.random.seed``, ``normal`` ...) act
+  on a per-rank RandomState inside a rank, as separate processes have one
+  each (tests seed it and expect every rank to draw the same numbers).
+
+``--sim-suite-nodes`` spreads the ranks over simulated hosts,
+``--sim-suite-timeout`` bounds one test (seconds).
+"""
+import functools
+import unittest
+
+import numpy
+
+__all__ = ['run_on_ranks']
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup('simulator mpiexec suite')
+    group.addoption('--sim-suite-np', type=int, default=None,
+                    help='run every test on this many simulated ranks')
+    group.addoption('--sim-suite-nodes', type=int, default=1,
+                    help='simulated hosts the ranks are spread over')
+    group.addoption('--sim-suite-timeout', type=float, default=300.0,
+                    help='seconds one test may run (all ranks)')
+
+
+def pytest_configure(config):
+    if config.getoption('sim_suite_np') is None:
+        return
+    from simulator import cli
+    cli.install_mpi4py()
+    _install_rank_local_numpy_random()
+
+
+def _rank_random():
+    from simulator import world
+    context = world.current()
+    return None if context is None else context.random
+
+
+def _install_rank_local_numpy_random():
+    shared = numpy.random.mtrand._rand
+    for name in dir(shared):
+        if name.startswith('_'):
+            continue
+        original = getattr(numpy.random, name, None)
+        if getattr(original, '__self__', None) is not shared:
+            continue  # not one of the global-RandomState functions
+
+        def per_rank(*args, _name=name, _original=original, **kwargs):
+            state = _rank_random()
+            if state is None:
+                return _original(*args, **kwargs)
+            return getattr(state, _name)(*args, **kwargs)
+
+        functools.update_wrapper(per_rank, original)
+        setattr(numpy.random, name, per_rank)
+
+
+def run_on_ranks(item, size, nodes=1, timeout=None):
+    """Run the test ``item`` once per rank of a simulated world of
+    ``size`` ranks; raises what the first failing rank raised."""
+    import simulator
+    testcase = getattr(item, '_testcase', None)
+    if isinstance(testcase, unittest.TestCase):
+        case_class, method = type(testcase), testcase._testMethodName
+
+        def body(comm):
+            # One instance per rank, like one per process; debug() runs
+            # setUp/test/tearDown and lets the exception through.
+            case_class(method).debug()
+    else:
+        original = item._sim_original_runtest
+
+        def body(comm):
+            original()
+    simulator.run(body, size, nodes=nodes, timeout=timeout)
+
+
+def pytest_collection_modifyitems(config, items):
+    size = config.getoption('sim_suite_np')
+    if size is None:
+        return
+    nodes = config.getoption('sim_suite_nodes')
+    timeout = config.getoption('sim_suite_timeout')
+    for item in items:
+        item._sim_original_runtest = item.runtest
+        item.runtest = functools.partial(run_on_ranks, item, size, nodes,
+                                         timeout)

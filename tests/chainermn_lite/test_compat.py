@@ -1,0 +1,217 @@
+"""chainermn_lite.compat and ChainerMN's module paths mirrored here."""
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import chainer
+import chainer.links as L
+import numpy as np
+import pytest
+
+import chainermn_lite
+from chainermn_lite import _mpi
+from chainermn_lite import compat
+from chainermn_lite.communicators import _communication_utility as cu
+from chainermn_lite.communicators.dummy_communicator import \
+    DummyCommunicator
+from chainermn_lite.communicators.flat_communicator import FlatCommunicator
+from chainermn_lite.communicators.hierarchical_communicator import \
+    HierarchicalCommunicator
+from chainermn_lite.communicators.mpi_communicator_base import \
+    MpiCommunicatorBase
+from chainermn_lite.communicators.naive_communicator import \
+    NaiveCommunicator
+from chainermn_lite.communicators.non_cuda_aware_communicator import \
+    NonCudaAwareCommunicator
+from chainermn_lite.communicators.pure_nccl_communicator import \
+    PureNcclCommunicator
+
+MEAN_CLASSES = (NaiveCommunicator, FlatCommunicator, NonCudaAwareCommunicator,
+                HierarchicalCommunicator)
+
+
+@pytest.fixture
+def installed():
+    compat.install()
+    try:
+        yield
+    finally:
+        compat.uninstall()
+
+
+def test_import_chainermn_gives_chainermn_lite(installed):
+    import chainermn
+    from chainermn.communicators.naive_communicator import \
+        NaiveCommunicator as Aliased
+    from chainermn.extensions import _multi_node_snapshot
+    assert chainermn is chainermn_lite
+    assert Aliased is NaiveCommunicator
+    assert chainermn.create_communicator is \
+        chainermn_lite.create_communicator
+    assert _multi_node_snapshot is sys.modules[
+        'chainermn_lite.extensions._multi_node_snapshot']
+    assert compat.is_installed()
+
+
+def test_uninstall_gives_the_real_chainermn_back(installed):
+    importlib.import_module('chainermn.communicators')
+    compat.uninstall()
+    real = importlib.import_module('chainermn')
+    assert real is not chainermn_lite
+    assert 'site-packages' in real.__file__
+    assert not compat.is_installed()
+    compat.install()
+    assert importlib.import_module('chainermn') is chainermn_lite
+
+
+def test_a_path_chainermn_lite_lacks_is_an_error_naming_both(installed):
+    with pytest.raises(ModuleNotFoundError) as info:
+        importlib.import_module('chainermn.no_such_module')
+    assert 'chainermn_lite.no_such_module' in str(info.value)
+    assert "'chainermn.no_such_module'" in str(info.value)
+
+
+def test_install_twice_adds_one_finder(installed):
+    compat.install()
+    assert sum(isinstance(f, compat._AliasFinder)
+               for f in sys.meta_path) == 1
+
+
+@pytest.mark.parametrize('as_module', [False, True])
+def test_command_line_runs_script_and_module(tmp_path, as_module):
+    (tmp_path / 'uses_chainermn.py').write_text(textwrap.dedent('''
+        import sys
+        import chainermn
+        from chainermn.communicators import naive_communicator
+        print(chainermn.__name__, naive_communicator.__name__, sys.argv[1:])
+        '''))
+    target = ['-m', 'uses_chainermn'] if as_module else \
+        [str(tmp_path / 'uses_chainermn.py')]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(tmp_path)] + sys.path))
+    done = subprocess.run(
+        [sys.executable, '-m', 'chainermn_lite.compat'] + target +
+        ['--flag', 'x'], capture_output=True, text=True, env=env,
+        timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split('\n')[0] == (
+        "chainermn_lite chainermn_lite.communicators.naive_communicator "
+        "['--flag', 'x']")
+
+
+def test_command_line_without_target_prints_usage():
+    done = subprocess.run([sys.executable, '-m', 'chainermn_lite.compat'],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert 'usage' in done.stderr
+
+
+def test_chunked_bcast_obj_refuses_chainermns_bad_lengths():
+    for bad in (-1, 0, cu.INT_MAX):
+        with pytest.raises(AssertionError, match=str(bad)):
+            cu.chunked_bcast_obj(1, None, bad)
+
+
+def test_nccl_type_ids_and_bad_dtype():
+    from chainermn_lite import nccl
+    assert cu._get_nccl_type_id(np.float16) == nccl.NCCL_FLOAT16
+    assert cu._get_nccl_type_id('float64') == nccl.NCCL_FLOAT64
+    with pytest.raises(ValueError, match='int32'):
+        cu._get_nccl_type_id(np.int32)
+
+
+class _Model(chainer.Chain):
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.a = L.Linear(3, 2)
+            self.b = L.Linear(2, 1)
+
+
+def _set_grads(model, rank):
+    for i, p in enumerate(sorted(model.params(), key=lambda p: p.name)):
+        p.grad = np.full(p.shape, rank + i, dtype=np.float32)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+def test_compat_classes_average_gradients(mpi_comm):
+    size, rank = mpi_comm.Get_size(), mpi_comm.Get_rank()
+    for cls in MEAN_CLASSES + (DummyCommunicator,):
+        comm = cls(mpi_comm)
+        assert isinstance(comm, MpiCommunicatorBase)
+        assert (comm.rank, comm.size) == (rank, size)
+        model = _Model()
+        for p in model.params():
+            p.data[...] = rank
+        comm.bcast_data(model)
+        assert all((p.data == 0).all() for p in model.params())
+        _set_grads(model, rank)
+        comm.multi_node_mean_grad(model)
+        offset = 0.0 if cls is DummyCommunicator else \
+            (size - 1) / 2.0 - rank
+        for i, p in enumerate(sorted(model.params(), key=lambda p: p.name)):
+            np.testing.assert_allclose(p.grad, rank + i + offset,
+                                       err_msg='{} {}'.format(cls, p.name))
+        comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_create_communicator_returns_the_named_class(mpi_comm):
+    for name, cls in (('naive', NaiveCommunicator), ('flat', FlatCommunicator),
+                      ('dummy', DummyCommunicator)):
+        comm = chainermn_lite.create_communicator(name, mpi_comm)
+        assert type(comm) is cls
+        assert comm.get_config('batched_copy')
+        comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 4), nodes=2)
+def test_init_ranks_matches_the_communicator(mpi_comm):
+    comm = NaiveCommunicator(mpi_comm)
+    assert cu.init_ranks(mpi_comm) == [comm.rank, comm.intra_rank,
+                                       comm.intra_size, comm.inter_rank,
+                                       comm.inter_size]
+    data = np.arange(1000) if comm.rank == 0 else None
+    np.testing.assert_array_equal(cu.chunked_bcast_obj(data, mpi_comm, 97),
+                                  np.arange(1000))
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_base_class_without_strategy_names_itself(mpi_comm):
+
+    class OwnCommunicator(MpiCommunicatorBase):
+        pass
+
+    comm = OwnCommunicator(mpi_comm)
+    model = _Model()
+    _set_grads(model, 0)
+    with pytest.raises(NotImplementedError, match='OwnCommunicator'):
+        comm.multi_node_mean_grad(model)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_pure_nccl_class_takes_both_option_spellings(mpi_comm):
+    if not _mpi.is_simulated(mpi_comm):
+        try:
+            import cupy  # noqa: F401 -- presence test
+        except ImportError:
+            pytest.skip('pure_nccl needs CuPy with NCCL on real MPI')
+    comm = PureNcclCommunicator(mpi_comm, allreduce_grad_dtype=np.float16)
+    assert comm.allreduce_grad_dtype == np.float16
+    assert comm.nccl_comm is None
+    comm.set_config('allreduce_grad_dtype', np.float32)
+    assert comm.get_config('allreduce_grad_dtype') == np.float32
+    with pytest.raises(ValueError, match='int32'):
+        comm.set_config('allreduce_grad_dtype', np.int32)
+    comm._init_comms()
+    assert comm.nccl_comm is not None
+    model = _Model()
+    _set_grads(model, comm.rank)
+    comm.multi_node_mean_grad(model)
+    for i, p in enumerate(sorted(model.params(), key=lambda p: p.name)):
+        np.testing.assert_allclose(p.grad, (comm.size - 1) / 2.0 + i)
+    comm.finalize()
+    assert comm.nccl_comm is None
