@@ -20,6 +20,7 @@ What it arranges so that such a suite needs no change:
 ``--sim-suite-timeout`` bounds one test (seconds).
 """
 import functools
+import sys
 import unittest
 
 import numpy
@@ -37,12 +38,27 @@ def pytest_addoption(parser):
                     help='seconds one test may run (all ranks)')
 
 
+_saved = {}
+
+
 def pytest_configure(config):
     if config.getoption('sim_suite_np') is None:
         return
     from simulator import cli
+    _saved['modules'] = {name: sys.modules.get(name)
+                         for name in ('mpi4py', 'mpi4py.MPI')}
     cli.install_mpi4py()
-    _install_rank_local_numpy_random()
+    _saved['random'] = _install_rank_local_numpy_random()
+
+
+def pytest_unconfigure(config):
+    for name, value in _saved.pop('random', {}).items():
+        setattr(numpy.random, name, value)
+    for name, module in _saved.pop('modules', {}).items():
+        if module is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = module
 
 
 def _rank_random():
@@ -52,13 +68,18 @@ def _rank_random():
 
 
 def _install_rank_local_numpy_random():
+    """Swap in per-rank dispatchers; returns the replaced functions."""
     shared = numpy.random.mtrand._rand
+    replaced = {}
     for name in dir(shared):
         if name.startswith('_'):
             continue
         original = getattr(numpy.random, name, None)
-        if getattr(original, '__self__', None) is not shared:
-            continue  # not one of the global-RandomState functions
+        # The global-RandomState functions: its bound methods, and seed
+        # (a module function in NumPy >= 1.17).
+        if getattr(original, '__self__', None) is not shared and \
+                name != 'seed':
+            continue
 
         def per_rank(*args, _name=name, _original=original, **kwargs):
             state = _rank_random()
@@ -67,7 +88,9 @@ def _install_rank_local_numpy_random():
             return getattr(state, _name)(*args, **kwargs)
 
         functools.update_wrapper(per_rank, original)
+        replaced[name] = original
         setattr(numpy.random, name, per_rank)
+    return replaced
 
 
 def run_on_ranks(item, size, nodes=1, timeout=None):
