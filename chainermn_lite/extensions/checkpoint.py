@@ -9,6 +9,7 @@ either the previous checkpoint or the new one, never a torn file.
 import os
 import re
 import tempfile
+import time
 
 import chainer
 from chainer import serializers
@@ -36,6 +37,33 @@ def save_atomically(path, obj):
         raise
 
 
+class _CheckpointStats:
+    """Wall-clock durations of the checkpoints taken (``start``/``end``
+    around each save); ``report()`` summarizes them in one line."""
+
+    def __init__(self):
+        self.durations = []
+        self._started = None
+
+    def start(self):
+        self._started = time.perf_counter()
+
+    def end(self):
+        if self._started is not None:
+            self.durations.append(time.perf_counter() - self._started)
+            self._started = None
+
+    def report(self):
+        if not self.durations:
+            return 'no checkpoint taken yet'
+        return ('{} checkpoints, mean {:.6f} s, min {:.6f} s, max {:.6f} s, '
+                'total {:.6f} s'.format(
+                    len(self.durations),
+                    sum(self.durations) / len(self.durations),
+                    min(self.durations), max(self.durations),
+                    sum(self.durations)))
+
+
 class _MultiNodeCheckpointer(chainer.training.Extension):
 
     trigger = 1, 'epoch'
@@ -51,31 +79,46 @@ class _MultiNodeCheckpointer(chainer.training.Extension):
         self.gc_interval = gc_interval
         self.path = path
         self.trigger = (cp_interval, 'iteration')
+        self.stats = _CheckpointStats()
         self._pattern = re.compile(
-            r'^{}\.{}\.(\d+)\.npz$'.format(re.escape(name), comm.rank))
+            r'^({})\.(\d+)\.(\d+)\.npz$'.format(re.escape(name)))
 
     def _folder(self, trainer):
         return self.path if self.path is not None else trainer.out
 
+    def _filenames(self, iterations):
+        """This rank's checkpoint file names for ``iterations``."""
+        return ['{}.{}.{}.npz'.format(self.name, self.comm.rank, i)
+                for i in iterations]
+
+    def _parse_filenames(self, filenames):
+        """(name, rank, iteration) of each checkpoint file name of this
+        checkpointer (any rank); None for other files."""
+        parsed = []
+        for filename in filenames:
+            match = self._pattern.match(filename)
+            parsed.append(None if match is None else
+                          (match.group(1), int(match.group(2)),
+                           int(match.group(3))))
+        return parsed
+
     def _file(self, folder, iteration):
-        return os.path.join(folder, '{}.{}.{}.npz'.format(
-            self.name, self.comm.rank, iteration))
+        return os.path.join(folder, self._filenames([iteration])[0])
 
     def _iterations(self, folder):
         if not os.path.isdir(folder):
             return []
-        found = []
-        for entry in os.listdir(folder):
-            match = self._pattern.match(entry)
-            if match:
-                found.append(int(match.group(1)))
-        return sorted(found)
+        return sorted(parsed[2] for parsed in
+                      self._parse_filenames(os.listdir(folder))
+                      if parsed is not None and parsed[1] == self.comm.rank)
 
     def __call__(self, trainer):
         """Write this rank's checkpoint, then drop the oldest ones."""
         folder = self._folder(trainer)
         iteration = trainer.updater.iteration
+        self.stats.start()
         save_atomically(self._file(folder, iteration), trainer)
+        self.stats.end()
         for old in self._iterations(folder)[:-self.gc_interval]:
             os.remove(self._file(folder, old))
 
@@ -94,8 +137,9 @@ class _MultiNodeCheckpointer(chainer.training.Extension):
         return iteration
 
     def get_stats(self):
-        """Checkpoint iterations present for this rank in ``path``."""
-        return self._iterations(self.path or '.')
+        """get_stats(): one line on the time this rank's checkpoints took
+        (count, mean, min, max, total), as ChainerMN reports it."""
+        return self.stats.report()
 
     def finalize(self):
         pass

@@ -215,3 +215,19 @@ def test_pure_nccl_class_takes_both_option_spellings(mpi_comm):
         np.testing.assert_allclose(p.grad, (comm.size - 1) / 2.0 + i)
     comm.finalize()
     assert comm.nccl_comm is None
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_checkpointer_file_names_and_stats(mpi_comm):
+    comm = NaiveCommunicator(mpi_comm)
+    checkpointer = chainermn_lite.create_multi_node_checkpointer(
+        'run', comm, cp_interval=3, gc_interval=2)
+    names = checkpointer._filenames([7, 12])
+    assert names == ['run.{}.7.npz'.format(comm.rank),
+                     'run.{}.12.npz'.format(comm.rank)]
+    assert checkpointer._parse_filenames(names + ['other.0.1.npz']) == [
+        ('run', comm.rank, 7), ('run', comm.rank, 12), None]
+    assert checkpointer.get_stats() == 'no checkpoint taken yet'
+    checkpointer.stats.start()
+    checkpointer.stats.end()
+    assert checkpointer.get_stats().startswith('1 checkpoints, mean ')
