@@ -1,5 +1,6 @@
 """CommunicatorBase: the interface of a ChainerMN v7 communicator."""
 import abc
+import contextlib
 import warnings
 
 __all__ = ['CommunicatorBase']
@@ -52,6 +53,30 @@ class CommunicatorBase(abc.ABC):
         """set_config(name, value=True): set a named configuration."""
         raise ValueError('Unknown config: {!r}; known: {}'.format(
             name, sorted(self._configs)))
+
+    def __getattr__(self, name):
+        # ChainerMN exposes every config as an attribute (comm.batched_copy).
+        configs = self.__dict__.get('_configs')
+        if configs is not None and name in configs:
+            return configs[name]
+        raise AttributeError('{!r} object has no attribute {!r}'.format(
+            type(self).__name__, name))
+
+    def __setattr__(self, name, value):
+        if self.__dict__.get('_in_config_scope'):
+            self._configs[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    @contextlib.contextmanager
+    def config_scope(self):
+        """config_scope(): attributes assigned inside the block are stored
+        as configs (ChainerMN's way for subclasses to declare theirs)."""
+        self.__dict__['_in_config_scope'] = True
+        try:
+            yield
+        finally:
+            self.__dict__['_in_config_scope'] = False
 
     def get_config(self, name=None):
         """get_config(name=None): a config value, or all as a dict."""

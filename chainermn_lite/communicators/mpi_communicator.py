@@ -5,6 +5,7 @@ simulator's) and a gradient strategy (see ``_strategies``); the strategy
 is the only thing that differs between ``naive``, ``flat``,
 ``hierarchical``, ``non_cuda_aware``, ``dummy`` and ``pure_nccl``.
 """
+import chainer
 import numpy
 
 from chainermn_lite import _mpi
@@ -397,3 +398,17 @@ class MpiCommunicator(CommunicatorBase):
                                       self._configs['max_buf_len'])
         if grads:
             self._strategy.mean(self, grads)
+        if chainer.is_debug():
+            self._check_finite_grads(model)
+
+    def _check_finite_grads(self, model):
+        # ChainerMN's debug-mode check; every rank sees the same means, so
+        # every rank raises together.
+        for name, p in _grads.params_with_data(model):
+            g = p.grad
+            if g is not None and not \
+                    chainer.backend.get_array_module(g).isfinite(g).all():
+                raise ValueError(
+                    'multi_node_mean_grad: parameters diverged after '
+                    'allreduce: {} has NaN or inf gradients (rank {}, '
+                    'chainer debug mode)'.format(name, self._rank))

@@ -231,3 +231,58 @@ def test_checkpointer_file_names_and_stats(mpi_comm):
     checkpointer.stats.start()
     checkpointer.stats.end()
     assert checkpointer.get_stats().startswith('1 checkpoints, mean ')
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_configs_are_attributes_and_config_scope_declares_them(mpi_comm):
+    comm = NaiveCommunicator(mpi_comm)
+    assert comm.batched_copy is True
+    comm.set_config('batched_copy', False)
+    assert comm.batched_copy is False
+    with comm.config_scope():
+        comm.own_option = 3
+    assert comm.get_config('own_option') == 3
+    comm.plain = 4
+    assert 'plain' not in comm.get_config()
+    with pytest.raises(AttributeError, match='no_such_config'):
+        assert comm.no_such_config is None
+    with pytest.raises(ValueError, match='no_such_config'):
+        comm.set_config('no_such_config')
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_debug_mode_reports_diverged_gradients(mpi_comm):
+    comm = FlatCommunicator(mpi_comm)
+    model = _Model()
+    _set_grads(model, comm.rank)
+    model.b.b.grad[...] = np.nan
+    comm.multi_node_mean_grad(model)      # silent outside debug mode
+    with chainer.using_config('debug', True):
+        with pytest.raises(ValueError, match=r'diverged .*/b/b'):
+            comm.multi_node_mean_grad(model)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_observation_aggregator_reports_in_the_observed_form(mpi_comm):
+    comm = NaiveCommunicator(mpi_comm)
+    def variable(value):
+        return chainer.Variable(np.asarray(value))
+
+    for wrap in (variable, np.asarray, float):
+        aggregator = chainermn_lite.extensions.ObservationAggregator(
+            comm, 'x', 'mean')
+        trainer = type('Trainer', (), {})()
+        trainer.observation = {'x': wrap(np.float32(comm.rank))}
+        trainer.updater = type('Updater', (), {'iteration': 1,
+                                               'epoch_detail': 0.1})()
+        aggregator.comm_trigger = lambda trainer: True
+        observation = {}
+        with chainer.reporter.Reporter().scope(observation):
+            aggregator(trainer)
+        got = observation['mean']
+        expected = (comm.size - 1) / 2.0
+        if wrap is variable:
+            assert isinstance(got, chainer.Variable)
+            assert got.dtype == np.float32
+            got = got.array
+        np.testing.assert_allclose(got, expected)
