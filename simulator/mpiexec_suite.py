@@ -67,8 +67,32 @@ def _rank_random():
     return None if context is None else context.random
 
 
+class _PerRankFunction:
+    """``numpy.random.<name>`` acting on the calling rank's RandomState;
+    ``__self__`` is that RandomState, as for the bound method it replaces
+    (Chainer's ShuffleOrderSampler takes ``numpy.random.random.__self__``).
+    Outside a rank it is the global one."""
+
+    def __init__(self, name, original, shared):
+        self._name = name
+        self._original = original
+        self._shared = shared
+        self.__name__ = name
+        self.__doc__ = original.__doc__
+
+    @property
+    def __self__(self):
+        state = _rank_random()
+        return self._shared if state is None else state
+
+    def __call__(self, *args, **kwargs):
+        if _rank_random() is None:
+            return self._original(*args, **kwargs)
+        return getattr(self.__self__, self._name)(*args, **kwargs)
+
+
 def _install_rank_local_numpy_random():
-    """Swap in per-rank dispatchers; returns the replaced functions."""
+    """Swap in per-rank functions; returns the replaced ones."""
     shared = numpy.random.mtrand._rand
     replaced = {}
     for name in dir(shared):
@@ -80,16 +104,8 @@ def _install_rank_local_numpy_random():
         if getattr(original, '__self__', None) is not shared and \
                 name != 'seed':
             continue
-
-        def per_rank(*args, _name=name, _original=original, **kwargs):
-            state = _rank_random()
-            if state is None:
-                return _original(*args, **kwargs)
-            return getattr(state, _name)(*args, **kwargs)
-
-        functools.update_wrapper(per_rank, original)
         replaced[name] = original
-        setattr(numpy.random, name, per_rank)
+        setattr(numpy.random, name, _PerRankFunction(name, original, shared))
     return replaced
 
 

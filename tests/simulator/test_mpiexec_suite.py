@@ -33,6 +33,16 @@ class TestPerRankInstance(unittest.TestCase):
         assert world.allgather(self.rank) == [0, 1, 2]
 
 
+def test_chainer_shuffle_takes_the_rank_random_state():
+    numpy.random.seed(7)
+    state = numpy.random.random.__self__
+    assert isinstance(state, numpy.random.RandomState)
+    assert state is not numpy.random.mtrand._rand
+    order = state.permutation(10)
+    orders = world.allgather(order)
+    assert all((o == orders[0]).all() for o in orders)
+
+
 def test_fails_on_rank_1():
     assert world.Get_rank() != 1
 
@@ -48,7 +58,7 @@ def test_suite_runs_on_every_rank(pytester):
     result = pytester.runpytest_subprocess(
         '-p', 'no:xdist', '-p', 'simulator.mpiexec_suite',
         '--sim-suite-np', '3', '-v')
-    result.assert_outcomes(passed=3, failed=1, skipped=1)
+    result.assert_outcomes(passed=4, failed=1, skipped=1)
     result.stdout.fnmatch_lines(['*raised in rank 1 of 3*'])
 
 
