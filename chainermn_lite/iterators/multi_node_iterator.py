@@ -85,10 +85,39 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
 
     def serialize(self, serializer):
         """serialize(serializer): collective; the master's iterator state
-        is what is saved and loaded, the others mirror it."""
+        is what is saved and loaded, the others mirror it. Every rank
+        saves the master's state, so any rank's snapshot resumes an
+        ordinary iterator where the shared one stood."""
+        saving = isinstance(serializer, chainer.serializer.Serializer)
+        written = None
         if self.is_master:
+            if saving:
+                serializer = _RecordingSerializer(serializer)
             self.actual_iterator.serialize(serializer)
-        self._share_state({})
+            if saving:
+                written = serializer.written
+        written = self._share_state(written)
+        if saving and not self.is_master:
+            for key, value in written:
+                serializer(key, value)
+
+
+class _RecordingSerializer(chainer.serializer.Serializer):
+    """Passes (key, value) on to ``target`` and keeps what was written."""
+
+    def __init__(self, target):
+        self.target = target
+        self.written = []
+
+    def __getitem__(self, key):
+        raise NotImplementedError(
+            'multi-node iterator: nested serializers of the actual iterator '
+            'are not mirrored (key {!r})'.format(key))
+
+    def __call__(self, key, value):
+        value = self.target(key, value)
+        self.written.append((key, value))
+        return value
 
 
 def create_multi_node_iterator(actual_iterator, communicator, rank_master=0,

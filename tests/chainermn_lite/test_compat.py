@@ -286,3 +286,19 @@ def test_observation_aggregator_reports_in_the_observed_form(mpi_comm):
             assert got.dtype == np.float32
             got = got.array
         np.testing.assert_allclose(got, expected)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_every_rank_saves_the_multi_node_iterators_master_state(mpi_comm):
+    comm = NaiveCommunicator(mpi_comm)
+    dataset = np.arange(6, dtype=np.float32)
+    it = chainermn_lite.iterators.create_multi_node_iterator(
+        chainer.iterators.SerialIterator(dataset, 2), comm)
+    first = it.next()
+    saved = {}
+    chainer.serializers.DictionarySerializer(saved).save(it)
+    assert saved['current_position'] == 2 and saved['epoch'] == 0
+    resumed = chainer.iterators.SerialIterator(dataset, 2)
+    chainer.serializers.NpzDeserializer(saved).load(resumed)
+    rest = resumed.next() + resumed.next()
+    assert sorted(first + rest) == dataset.tolist()
