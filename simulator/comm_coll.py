@@ -11,6 +11,7 @@ import pickle
 import numpy as np
 
 from simulator import collectives as coll
+from simulator import reduction_order as order
 from simulator.constants import ERR_OP, ERR_TRUNCATE
 from simulator.constants import Exception as MPIException
 from simulator.datatypes import parse, parse_vector
@@ -211,15 +212,15 @@ def alltoall(self, sendobj):
 
 def _reduce_objects(op):
     def combine(args):
-        result = pickle.loads(args[0])
-        for a in args[1:]:
-            result = op(result, pickle.loads(a))
+        tree = order.object_reduce_tree(len(args))
+        result = order.evaluate(tree, lambda r: pickle.loads(args[r]), op)
         return pickle.dumps(result, _PICKLE)
     return combine
 
 
 def allreduce(self, sendobj, op=SUM):
-    """``op`` over every rank's object (rank order); all ranks get it."""
+    """``op`` over every rank's object (mpi4py's binomial tree, lower
+    ranks on the left); all ranks get it."""
     op = _check_op(op)
     return _run(self, 'allreduce', (('op', op.name),),
                 pickle.dumps(sendobj, _PICKLE),
@@ -240,15 +241,11 @@ def reduce(self, sendobj, op=SUM, root=0):
 
 def _prefix(op, exclusive):
     def combine(args):
-        out, acc = [], None
-        for i, a in enumerate(args):
-            value = pickle.loads(a)
-            if exclusive:
-                out.append(pickle.dumps(acc, _PICKLE))
-            acc = value if i == 0 else op(acc, value)
-            if not exclusive:
-                out.append(pickle.dumps(acc, _PICKLE))
-        return out
+        def leaf(r):
+            return pickle.loads(args[r])
+        return [pickle.dumps(None if tree is None else
+                             order.evaluate(tree, leaf, op), _PICKLE)
+                for tree in order.object_scan_trees(len(args), exclusive)]
     return combine
 
 
@@ -454,29 +451,6 @@ def _reduction_buffers(self, op_name, sendbuf, recvbuf):
     return send, recv, source
 
 
-def _reduce_all(op, args, out, lo, hi):
-    """``out = args[0][lo:hi] op args[1][lo:hi] ...``.
-
-    ``out`` may be one of the inputs (IN_PLACE): that input goes first.
-    """
-    order = list(range(len(args)))
-    for i, a in enumerate(args):
-        if np.may_share_memory(out, a[lo:hi]):
-            order.remove(i)
-            order.insert(0, i)
-            break
-    first = args[order[0]][lo:hi]
-    if op.ufunc is not None and len(args) > 1 and out.dtype != np.bool_:
-        op.ufunc(first, args[order[1]][lo:hi], out=out)
-        rest = order[2:]
-    else:
-        if not np.may_share_memory(out, first):
-            out[...] = first
-        rest = order[1:]
-    for i in rest:
-        op.reduce_into(out, args[i][lo:hi])
-
-
 def _check_blocks(op_name, name, args):
     first = args[0]
     for r, a in enumerate(args):
@@ -496,10 +470,16 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
     sig = (('op', op.name), ('count', source.size),
            ('dtype', str(source.dtype)))
     size = len(s.group)
+    if op_name == 'Iallreduce':
+        plan = order.iallreduce_plan(size, source.size, source.itemsize,
+                                     send.in_place, op.commute)
+    else:
+        plan = order.allreduce_plan(size, source.size, source.itemsize,
+                                    op.commute)
     if source.size < _SHARED_REDUCTION or size == 1:
         def combine(args):
             result = np.empty_like(args[0])
-            _reduce_all(op, args, result, 0, args[0].size)
+            order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
             return result
 
         def finish(st, slot):
@@ -518,7 +498,7 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
         step = max(1, _CHUNK_BYTES // args[0].itemsize)
         for a in range(lo, hi, step):
             b = min(hi, a + step)
-            _reduce_all(op, args, mine[a:b], a, b)
+            order.reduce_plan_into(plan, op, args, mine[a:b], a, b)
             for r in range(size):
                 if r != st.rank:
                     outs[r][a:b] = mine[a:b]
@@ -560,7 +540,9 @@ def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
     def combine(args):
         _check_blocks('Reduce', s.name, args)
         result = np.empty_like(args[0])
-        _reduce_all(op, args, result, 0, args[0].size)
+        plan = order.reduce_plan(len(args), source.size, source.itemsize,
+                                 root, op.commute)
+        order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
         return result
 
     def finish(st, slot):
@@ -581,7 +563,8 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     in_place = send.in_place
     source = recv.data if in_place else send.data
     _check_op(op, source.dtype, op_name)
-    if counts is None:
+    uniform = counts is None
+    if uniform:
         if source.size < recv.count * size and not in_place:
             raise ValueError('{}: send buffer holds {} elements, needs {} '
                              'x {}'.format(op_name, source.size, size,
@@ -594,11 +577,18 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     lo, hi = displs[s.rank], displs[s.rank + 1]
     dest = recv.data[:hi - lo]
 
+    if uniform:
+        plan = order.reduce_scatter_block_plan(size, counts[0],
+                                               source.itemsize, op.commute)
+    else:
+        plan = order.reduce_scatter_plan(size, counts, source.itemsize,
+                                         op.commute)
+
     def finish(st, slot):
         args = slot.args
         _check_blocks(op_name, st.name, args)
         tmp = np.empty(hi - lo, dtype=source.dtype)
-        _reduce_all(op, args, tmp, lo, hi)
+        order.reduce_plan_into(plan, op, args, tmp, lo, hi)
         return tmp
 
     sig = (('op', op.name), ('counts', tuple(counts)),
