@@ -1,5 +1,6 @@
 """Communicators: ChainerMN's communicator API over any mpi4py-like comm."""
 from chainermn_lite import _mpi
+from chainermn_lite.communicators import _watchdog
 from chainermn_lite.communicators.communicator_base import CommunicatorBase
 from chainermn_lite.communicators.dummy_communicator import \
     DummyCommunicator
@@ -50,7 +51,8 @@ def default_communicator_name():
 def create_communicator(communicator_name=None, mpi_comm=None,
                         allreduce_grad_dtype=None, **kwargs):
     """create_communicator(communicator_name=None, mpi_comm=None,
-    allreduce_grad_dtype=None, batched_copy=True): a ChainerMN communicator.
+    allreduce_grad_dtype=None, batched_copy=True, watchdog=None): a
+    ChainerMN communicator.
 
     Names: ``naive`` (one Allreduce per gradient), ``flat`` (gradients
     packed, chunked Allreduce), ``hierarchical`` (reduce in each node,
@@ -73,8 +75,18 @@ def create_communicator(communicator_name=None, mpi_comm=None,
     page faults otherwise dominate the cost of received arrays); turn that
     off with ``CHAINERMN_LITE_MALLOC_TUNING=0`` (see
     ``chainermn_lite._malloc``).
+
+    ``watchdog=seconds`` (or the environment variable
+    ``CHAINERMN_LITE_WATCHDOG=seconds``; the argument wins, 0 turns it off)
+    makes a rank blocked in one of this communicator's calls (p2p,
+    collectives, ``*_obj``, ``bcast_data``, ``multi_node_mean_grad``) for
+    longer than that print to stderr, once per stuck call, its rank, the
+    pending call with its peer/root and tag, how long it has waited and
+    its Python stack. Off by default; when off it costs nothing (see
+    ``communicators._watchdog``).
     """
     batched_copy = kwargs.pop('batched_copy', True)
+    limit = _watchdog.watchdog_limit(kwargs.pop('watchdog', None))
     if kwargs:
         raise TypeError('create_communicator got unexpected arguments: '
                         '{}'.format(sorted(kwargs)))
@@ -94,6 +106,8 @@ def create_communicator(communicator_name=None, mpi_comm=None,
     if communicator_name == 'pure_nccl':
         configs['allreduce_grad_dtype'] = allreduce_grad_dtype
     comm = _CLASSES[communicator_name](mpi_comm, **configs)
+    if limit is not None:
+        _watchdog.watch(comm, limit)
     _install_abort_hook(mpi_comm)
     return comm
 

@@ -15,6 +15,7 @@ from chainermn_lite.communicators import _object_collectives as objects
 from chainermn_lite.communicators import _p2p
 from chainermn_lite.communicators import _strategies
 from chainermn_lite.communicators import _topology
+from chainermn_lite.communicators import _watchdog
 from chainermn_lite.communicators.communicator_base import CommunicatorBase
 
 __all__ = ['MpiCommunicator', 'DEFAULT_MAX_BUF_LEN']
@@ -96,8 +97,12 @@ class MpiCommunicator(CommunicatorBase):
         sub = self.mpi_comm.Split(color, key)
         configs = {k: v for k, v in self._configs.items()
                    if k != 'batched_copy'}
-        return MpiCommunicator(sub, type(self._strategy)(sub), self.name,
-                               configs)
+        new = MpiCommunicator(sub, type(self._strategy)(sub), self.name,
+                              configs)
+        limit = self.__dict__.get('_watchdog_limit')
+        if limit is not None:
+            _watchdog.watch(new, limit)
+        return new
 
     def finalize(self):
         """finalize(): release this communicator's helper communicators."""

@@ -1,0 +1,99 @@
+"""The communication watchdog: a rank blocked too long prints its call."""
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import chainermn_lite
+from chainermn_lite.communicators import _watchdog
+
+LIMIT = 0.3
+
+
+def _wait_for_report(read, needle, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    text = ''
+    while time.monotonic() < deadline:
+        text += read()
+        if needle in text:
+            break
+        time.sleep(0.05)
+    return text
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_recv_blocked_longer_than_limit_prints_call_and_stack(
+        mpi_comm, capfd):
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm,
+                                              watchdog=LIMIT)
+    if comm.rank == 1:
+        time.sleep(LIMIT * 5)
+        comm.send(np.arange(3, dtype=np.float32), dest=0, tag=7)
+        comm.allreduce_obj(0)
+        return
+    recv_line = sys._getframe().f_lineno + 1
+    got = comm.recv(source=1, tag=7)
+    np.testing.assert_array_equal(got, np.arange(3, dtype=np.float32))
+    comm.allreduce_obj(0)
+    if getattr(mpi_comm, 'simulated', False):
+        # Simulated ranks share this process's stderr: wait for the daemon
+        # to have written before reading.
+        text = _wait_for_report(lambda: capfd.readouterr().err,
+                                'recv(source=1, tag=7)')
+    else:
+        text = capfd.readouterr().err
+    assert '[chainermn_lite watchdog] rank 0 ' in text
+    assert "'flat' communicator (size 2)" in text
+    assert 'recv(source=1, tag=7)' in text
+    assert '{}", line {}'.format(__file__, recv_line) in text
+    assert 'test_recv_blocked_longer_than_limit' in text
+    # Once per stuck call, and nothing once it returned.
+    assert text.count('[chainermn_lite watchdog]') == 1
+    assert not _watchdog.pending_calls().get(threading.get_ident())
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_calls_within_limit_print_nothing(mpi_comm, capfd):
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm,
+                                              watchdog=5.0)
+    peer = 1 - comm.rank
+    comm.send(np.ones(4), dest=peer, tag=3) if comm.rank == 0 else None
+    got = comm.recv(source=peer, tag=3) if comm.rank == 1 else None
+    total = comm.allreduce_obj(comm.rank)
+    sub = comm.split(0, comm.rank)
+    assert sub.__dict__.get('_watchdog_limit') == 5.0
+    assert total == 1
+    if got is not None:
+        np.testing.assert_array_equal(got, np.ones(4))
+    assert 'watchdog' not in capfd.readouterr().err
+
+
+@pytest.mark.simulator_only(reason='environment and argument parsing only')
+def test_limit_from_argument_or_environment(monkeypatch):
+    monkeypatch.delenv(_watchdog.WATCHDOG_ENV, raising=False)
+    assert _watchdog.watchdog_limit() is None
+    assert _watchdog.watchdog_limit(2) == 2.0
+    assert _watchdog.watchdog_limit(0) is None
+    monkeypatch.setenv(_watchdog.WATCHDOG_ENV, '1.5')
+    assert _watchdog.watchdog_limit() == 1.5
+    assert _watchdog.watchdog_limit(0) is None
+    monkeypatch.setenv(_watchdog.WATCHDOG_ENV, 'soon')
+    with pytest.raises(ValueError, match="CHAINERMN_LITE_WATCHDOG='soon'"):
+        _watchdog.watchdog_limit()
+    with pytest.raises(TypeError, match="'3'"):
+        _watchdog.watchdog_limit('3')
+
+
+@pytest.mark.simulator_only(reason='checks that disabled adds no wrapper')
+def test_disabled_keeps_plain_methods(monkeypatch):
+    import simulator
+    monkeypatch.delenv(_watchdog.WATCHDOG_ENV, raising=False)
+
+    def body(mpi_comm):
+        comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+        return [name for name in _watchdog.WATCHED_METHODS
+                if name in comm.__dict__]
+
+    assert simulator.run(body, 2) == [[], []]
