@@ -3,14 +3,14 @@
 When enabled for a communicator (``create_communicator(watchdog=seconds)``
 or ``CHAINERMN_LITE_WATCHDOG=seconds``), its blocking methods are replaced
 on the instance by thin wrappers that note the pending call (one tuple
-stored in a dict keyed by thread, removed on exit). One daemon thread per
+stored in the thread's own slot, cleared on exit). One daemon thread per
 process looks at the pending calls and, once per stuck call, prints to
 stderr the rank, the call with its arguments, how long it has waited and
 the Python stack of the blocked thread. A communicator without a watchdog
 keeps its plain class methods: disabled costs nothing.
 
-Calls are keyed by thread, not by process, so simulated ranks (threads of
-one process) are watched each on its own.
+Pending calls are kept per thread, not per process, so simulated ranks
+(threads of one process) are watched each on its own.
 """
 import functools
 import inspect
@@ -58,8 +58,12 @@ class _Monitor:
     """The process's pending calls and the daemon thread reporting them."""
 
     def __init__(self):
-        self.pending = {}          # thread ident -> (start, limit, call)
-        self._reported = set()     # id() of pending tuples already printed
+        # thread ident -> that thread's one-item list holding its pending
+        # (start, limit, call) or None; a thread only writes its own list.
+        self.slots = {}
+        self.local = threading.local()
+        # Entries already printed, held so that their id()s stay unique.
+        self._reported = {}
         self._poll = _POLL_MAX
         self._lock = threading.Lock()
         self._thread = None
@@ -73,6 +77,17 @@ class _Monitor:
                     daemon=True)
                 self._thread.start()
 
+    def slot(self):
+        """The calling thread's slot, registered on first use."""
+        slot = self.local.slot = [None]
+        with self._lock:
+            self.slots[threading.get_ident()] = slot
+        return slot
+
+    def pending(self):
+        return {ident: slot[0] for ident, slot in list(self.slots.items())
+                if slot[0] is not None}
+
     def _run(self):
         while True:
             time.sleep(self._poll)
@@ -80,17 +95,21 @@ class _Monitor:
 
     def check(self, now):
         """Print every call pending longer than its limit, once each."""
-        stuck = [(ident, entry) for ident, entry in list(self.pending.items())
+        pending = self.pending()
+        stuck = [(ident, entry) for ident, entry in pending.items()
                  if now - entry[0] > entry[1]]
-        live = {id(entry) for entry in self.pending.values()}
-        self._reported &= live
-        if not stuck:
+        self._reported = {id(e): e for e in pending.values()
+                          if self._reported.get(id(e)) is e}
+        if not stuck and len(self.slots) < 64:
             return
         frames = sys._current_frames()
+        with self._lock:
+            for ident in [i for i in self.slots if i not in frames]:
+                del self.slots[ident]     # its thread has ended
         for ident, entry in stuck:
-            if id(entry) in self._reported:
+            if self._reported.get(id(entry)) is entry:
                 continue
-            self._reported.add(id(entry))
+            self._reported[id(entry)] = entry
             _report(entry, now, frames.get(ident))
 
 
@@ -99,7 +118,7 @@ _MONITOR = _Monitor()
 
 def pending_calls():
     """Snapshot: thread ident -> (start, limit, (comm, name, args, kwargs))."""
-    return dict(_MONITOR.pending)
+    return _MONITOR.pending()
 
 
 def _summary(value):
@@ -146,22 +165,23 @@ def _report(entry, now, frame):
 
 def _watched(comm, name, limit):
     method = getattr(comm, name)
-    pending = _MONITOR.pending
-    get_ident = threading.get_ident
+    local = _MONITOR.local
+    new_slot = _MONITOR.slot
     clock = time.monotonic
 
+    # Per call: one thread-local lookup, one tuple, two list stores.
     @functools.wraps(method)
     def call(*args, **kwargs):
-        ident = get_ident()
-        outer = pending.get(ident)
-        pending[ident] = (clock(), limit, (comm, name, args, kwargs))
+        try:
+            slot = local.slot
+        except AttributeError:
+            slot = new_slot()
+        outer = slot[0]
+        slot[0] = (clock(), limit, (comm, name, args, kwargs))
         try:
             return method(*args, **kwargs)
         finally:
-            if outer is None:
-                del pending[ident]
-            else:
-                pending[ident] = outer
+            slot[0] = outer
     return call
 
 
