@@ -6,6 +6,8 @@ first update, and whenever the set of initialised parameters changes, it
 broadcasts rank 0's parameters instead of stepping, so that every rank
 starts from identical weights, as ChainerMN does.
 """
+import threading
+
 import numpy
 
 from chainermn_lite import _mpi
@@ -73,13 +75,17 @@ class _MultiNodeOptimizer(_Wrapper):
 class _DoubleBufferingOptimizer(_Wrapper):
     """Step t applies the mean gradient of step t - 1 (one-step staleness).
 
-    The gradients of step t are packed into one float buffer and a
-    non-blocking ``Iallreduce`` is started on the communicator's own
-    ``mpi_comm``; the next ``update`` (after the forward/backward of step
-    t + 1 ran) waits for it and applies it. Using the comm's non-blocking
-    collective instead of a helper thread makes it work the same on real
-    MPI and on the simulator. The first step after a broadcast only starts
-    a reduction; gradients that are None are reduced as zeros.
+    The gradients of step t are packed into one of two float buffers and
+    reduced in place with a non-blocking ``Iallreduce`` on the
+    communicator's own ``mpi_comm``; the next ``update`` (after the
+    forward/backward of step t + 1 ran) waits for it and applies it. The
+    grads it applies are views of that buffer (no copy back), which is why
+    there are two: the other one takes the next reduction while these grads
+    are in use. On real MPI a helper thread waits on the request, because
+    Open MPI advances a non-blocking collective only inside MPI calls; on
+    the simulator the reduction runs in the final wait. The first step
+    after a broadcast only starts a reduction; gradients that are None are
+    reduced as zeros.
     """
 
     def __init__(self, actual_optimizer, communicator, zero_fill):
@@ -88,6 +94,8 @@ class _DoubleBufferingOptimizer(_Wrapper):
         self._own('zero_fill', zero_fill)
         self._own('_signature', None)
         self._own('_pending', None)
+        self._own('_buffers', [])
+        self._own('_next_buffer', 0)
 
     def update(self, lossfun=None, *args, **kwds):
         """update(lossfun=None, *args, **kwds): apply the mean grads of the
@@ -99,6 +107,7 @@ class _DoubleBufferingOptimizer(_Wrapper):
         if signature != self._signature:
             self.wait()
             self._own('_signature', signature)
+            self._own('_buffers', [])
             self.communicator.bcast_data(target)
             return
         params = [p for _, p in sorted(target.namedparams())
@@ -109,18 +118,42 @@ class _DoubleBufferingOptimizer(_Wrapper):
             self._apply(params, previous)
             self.actual_optimizer.update(None, *args, **kwds)
 
+    def _buffer(self, params):
+        dtype = numpy.result_type(numpy.float32,
+                                  *[p.data.dtype for p in params])
+        size = sum(p.data.size for p in params)
+        index = self._next_buffer
+        self._own('_next_buffer', 1 - index)
+        buffers = self._buffers
+        if len(buffers) <= index or buffers[index].dtype != dtype or \
+                buffers[index].size != size:
+            del buffers[index:]
+            buffers.append(numpy.empty(size, dtype))
+        return buffers[index]
+
     def _start(self, params):
         comm = self.communicator.mpi_comm
         module = _mpi.mpi_module_of(comm)
-        dtype = numpy.result_type(numpy.float32,
-                                  *[p.data.dtype for p in params])
-        send = numpy.concatenate([
-            numpy.zeros(p.data.size, dtype) if p.grad is None
-            else numpy.asarray(p.grad, dtype).ravel() for p in params])
-        recv = numpy.empty_like(send)
-        request = comm.Iallreduce(send, recv, op=module.SUM)
-        # send must stay alive until the request completes.
-        self._own('_pending', (request, send, recv))
+        flat = self._buffer(params)
+        # Scaled while packed (one pass), so the sum is already the mean.
+        scale = flat.dtype.type(1.0 / self.communicator.size)
+        offset = 0
+        for p in params:
+            n = p.data.size
+            part = flat[offset:offset + n]
+            if p.grad is None:
+                part[...] = 0
+            else:
+                numpy.multiply(numpy.asarray(p.grad).reshape(-1), scale,
+                               out=part)
+            offset += n
+        request = comm.Iallreduce(module.IN_PLACE, flat, op=module.SUM)
+        waiter = None
+        if _progress_thread_allowed(comm, module):
+            waiter = threading.Thread(target=request.Wait, daemon=True,
+                                      name='chainermn_lite-double-buffering')
+            waiter.start()
+        self._own('_pending', (request, waiter, flat))
 
     def wait(self):
         """wait(): finish the reduction in flight; its mean, or None."""
@@ -128,18 +161,34 @@ class _DoubleBufferingOptimizer(_Wrapper):
         if pending is None:
             return None
         self._own('_pending', None)
-        request, _, recv = pending
-        request.Wait()
-        recv /= self.communicator.size
-        return recv
+        request, waiter, flat = pending
+        if waiter is not None:
+            waiter.join()
+        else:
+            request.Wait()
+        return flat
 
     def _apply(self, params, flat):
         offset = 0
         for p in params:
             n = p.data.size
             grad = flat[offset:offset + n].reshape(p.data.shape)
-            p.grad = grad.astype(p.data.dtype, copy=True)
+            # A view while the dtype allows: the buffer stays untouched
+            # until the step after next, when these grads are long used.
+            p.grad = grad if grad.dtype == p.data.dtype else \
+                grad.astype(p.data.dtype)
             offset += n
+
+
+def _progress_thread_allowed(comm, module):
+    """A helper thread may wait on a request: real MPI with
+    THREAD_MULTIPLE (mpi4py's default level)."""
+    if _mpi.is_simulated(comm):
+        return False
+    try:
+        return module.Query_thread() == module.THREAD_MULTIPLE
+    except Exception:  # noqa: B902 -- an MPI without Query_thread
+        return False
 
 
 def create_multi_node_optimizer(actual_optimizer, communicator,
