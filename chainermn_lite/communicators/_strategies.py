@@ -15,8 +15,11 @@ __all__ = ['CHUNK_BYTES', 'Naive', 'Flat', 'Hierarchical', 'Dummy',
            'NonCudaAware']
 
 CHUNK_BYTES = 4 * 1024 * 1024
-# Grads at least this big are reduced where they lie (no copy).
-DIRECT_MIN_BYTES = 256 * 1024
+# Grads at least one chunk big are reduced where they lie (no copy); smaller
+# ones are packed, so that the number of collective calls (each one a
+# synchronisation of all ranks, costly when cores are oversubscribed) stays
+# close to total bytes / CHUNK_BYTES.
+DIRECT_MIN_BYTES = CHUNK_BYTES
 
 
 def _wire_dtype(dtype):
@@ -42,9 +45,12 @@ class _PackedStrategy:
         """Replace every array in ``grads`` by its mean over the ranks."""
         self.apply(comm, grads, self.reduce_vector)
 
-    def apply(self, comm, grads, vector_op, keep_dtype=False):
+    def apply(self, comm, grads, vector_op, keep_dtype=False, pack=True,
+              unpack=True):
         """Run ``vector_op(comm, vec)`` on work vectors covering ``grads``
-        and write the results back (float16 widened unless keep_dtype)."""
+        and write the results back (float16 widened unless keep_dtype).
+        A receive-only op (bcast at a non-root) passes ``pack=False``, a
+        send-only one ``unpack=False``, to skip copies nobody reads."""
         wire_dtype = (lambda d: d) if keep_dtype else _wire_dtype
         direct, packed = [], {}
         for g in grads:
@@ -56,15 +62,18 @@ class _PackedStrategy:
         buffers = []
         for dtype, group in packed.items():
             buf = self._buffer(dtype, sum(g.size for g in group))
-            offset = 0
-            for g in group:
-                buf[offset:offset + g.size].reshape(g.shape)[...] = g
-                offset += g.size
+            if pack:
+                offset = 0
+                for g in group:
+                    buf[offset:offset + g.size].reshape(g.shape)[...] = g
+                    offset += g.size
             buffers.append((buf, group))
         for buf, _ in buffers:
             vector_op(comm, buf)
         for vec in direct:
             vector_op(comm, vec)
+        if not unpack:
+            return
         for buf, group in buffers:
             offset = 0
             for g in group:

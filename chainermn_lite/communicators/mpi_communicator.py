@@ -386,8 +386,10 @@ class MpiCommunicator(CommunicatorBase):
         bcast = getattr(self._strategy, 'bcast_arrays', None)
         if bcast is not None:
             return bcast(self, arrays)
+        is_root = self._rank == 0
         self._bcast_buffers.apply(self, arrays, self._bcast_vector,
-                                  keep_dtype=True)
+                                  keep_dtype=True, pack=is_root,
+                                  unpack=not is_root)
 
     def _bcast_vector(self, comm, vec):
         view = vec.view(numpy.uint8)
