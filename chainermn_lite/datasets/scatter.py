@@ -42,6 +42,14 @@ def index_ranges(n_total_samples, size, force_equal_length=True):
     return ranges
 
 
+def _scatter_index(n_total_samples, size, force_equal_length):
+    """ChainerMN's private spelling of ``index_ranges``: ``(rank, begin,
+    end)`` for each rank (scripts and ChainerMN's tests call it)."""
+    for rank, (begin, end) in enumerate(
+            index_ranges(n_total_samples, size, force_equal_length)):
+        yield rank, begin, end
+
+
 def _check_root(root, comm):
     if not 0 <= root < comm.size:
         raise ValueError('root {} is not a rank of a communicator of size '

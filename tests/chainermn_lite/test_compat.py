@@ -302,3 +302,11 @@ def test_every_rank_saves_the_multi_node_iterators_master_state(mpi_comm):
     chainer.serializers.NpzDeserializer(saved).load(resumed)
     rest = resumed.next() + resumed.next()
     assert sorted(first + rest) == dataset.tolist()
+
+
+def test_chainermns_private_scatter_index_spelling():
+    from chainermn_lite.datasets import scatter
+    assert list(scatter._scatter_index(10, 3, False)) == [
+        (0, 0, 4), (1, 4, 7), (2, 7, 10)]
+    assert [(b, e) for _, b, e in scatter._scatter_index(10, 3, True)] == \
+        scatter.index_ranges(10, 3, True)
