@@ -28,18 +28,20 @@ CHUNK = 4 * 1024 * 1024
 WORLD = MPI.COMM_WORLD
 
 
-def timed(fn, reps, warmup=2):
-    """Slowest rank's median seconds of ``fn`` (ranks start together)."""
-    for _ in range(warmup):
-        WORLD.Barrier()
-        fn()
-    samples = []
-    for _ in range(reps):
-        WORLD.Barrier()
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return WORLD.allreduce(statistics.median(samples), op=MPI.MAX)
+def timed_together(fns, reps, warmup=2):
+    """Slowest rank's median seconds of each of ``fns``, run in turns
+    (a, b, c, a, b, c, ...) so that a shared machine's changing load hits
+    every variant alike and their ratios stay meaningful."""
+    samples = [[] for _ in fns]
+    for rep in range(warmup + reps):
+        for fn, got in zip(fns, samples):
+            WORLD.Barrier()
+            t0 = time.perf_counter()
+            fn()
+            if rep >= warmup:
+                got.append(time.perf_counter() - t0)
+    return [WORLD.allreduce(statistics.median(got), op=MPI.MAX)
+            for got in samples]
 
 
 def raw_chunked_allreduce(buf):
@@ -53,8 +55,8 @@ def raw_chunked_allreduce(buf):
     return run
 
 
-def pingpong(send, recv, reps):
-    """One-way latency: half of the slowest rank's median round trip."""
+def pingpong(send, recv):
+    """A round trip rank 0 -> 1 -> 0 (other ranks idle)."""
     rank = WORLD.Get_rank()
 
     def run():
@@ -64,7 +66,23 @@ def pingpong(send, recv, reps):
         elif rank == 1:
             recv(0)
             send(0)
-    return timed(run, reps, warmup=5) / 2
+    return run
+
+
+def pingpongs(pairs, reps):
+    """One-way latency of each (send, recv): half the median round trip,
+    batches of 20 round trips taken in turns."""
+    batch = 20
+    runs = [pingpong(s, r) for s, r in pairs]
+
+    def batched(run):
+        def go():
+            for _ in range(batch):
+                run()
+        return go
+    times = timed_together([batched(r) for r in runs],
+                           max(1, reps // batch), warmup=1)
+    return [t / batch / 2 for t in times]
 
 
 def chainermn_comm(name):
@@ -110,13 +128,14 @@ def bench_mean_grad(table, link_fn, label, target, reps):
     naive = chainermn_lite.create_communicator('naive', mpi_comm=WORLD)
     model = link_fn()
     packed = np.concatenate([p.grad.reshape(-1) for p in model.params()])
-    raw = timed(raw_chunked_allreduce(packed), reps)
-    t_flat = timed(lambda: ours.multi_node_mean_grad(model), reps)
-    t_naive = timed(lambda: naive.multi_node_mean_grad(model), reps)
     cmn = chainermn_comm('naive')
-    t_cmn = None
+    fns = [raw_chunked_allreduce(packed),
+           lambda: ours.multi_node_mean_grad(model),
+           lambda: naive.multi_node_mean_grad(model)]
     if cmn is not None:
-        t_cmn = timed(lambda: cmn.multi_node_mean_grad(model), reps)
+        fns.append(lambda: cmn.multi_node_mean_grad(model))
+    raw, t_flat, t_naive, *rest = timed_together(fns, reps)
+    t_cmn = rest[0] if rest else None
     table.add('mean_grad {} flat'.format(label), t_flat, raw, t_cmn, target)
     table.add('mean_grad {} naive'.format(label), t_naive, raw, t_cmn,
               target)
@@ -127,31 +146,36 @@ def bench_bcast_data(table, reps):
     ours = chainermn_lite.create_communicator('flat', mpi_comm=WORLD)
     model = _models.resnet50_link()
     packed = np.concatenate([p.data.reshape(-1) for p in model.params()])
-    raw = timed(lambda: WORLD.Bcast(packed, root=0), reps)
-    t_ours = timed(lambda: ours.bcast_data(model), reps)
     cmn = chainermn_comm('naive')
-    t_cmn = None if cmn is None else timed(lambda: cmn.bcast_data(model),
-                                           reps)
+    fns = [lambda: WORLD.Bcast(packed, root=0),
+           lambda: ours.bcast_data(model)]
+    if cmn is not None:
+        fns.append(lambda: cmn.bcast_data(model))
+    raw, t_ours, *rest = timed_together(fns, reps)
+    t_cmn = rest[0] if rest else None
     table.add('bcast_data ResNet-50 shapes', t_ours, raw, t_cmn, 'x1.15')
 
 
-def bench_sendrecv(table, nbytes, reps, target, unit):
-    ours = chainermn_lite.create_communicator('flat', mpi_comm=WORLD)
+def bench_sendrecv(table, nbytes, reps, target, unit, watchdog=None):
+    ours = chainermn_lite.create_communicator('flat', mpi_comm=WORLD,
+                                              watchdog=watchdog)
     x = np.ones(nbytes // 8, dtype=np.float64)
     raw_buf = np.empty_like(x)
-    raw = pingpong(lambda peer: WORLD.Send(x, dest=peer, tag=1),
-                   lambda peer: WORLD.Recv(raw_buf, source=peer, tag=1),
-                   reps)
-    t_ours = pingpong(lambda peer: ours.send(x, peer, 1),
-                      lambda peer: ours.recv(peer, 1), reps)
-    cmn = chainermn_comm('naive')
-    t_cmn = None
+    pairs = [(lambda peer: WORLD.Send(x, dest=peer, tag=1),
+              lambda peer: WORLD.Recv(raw_buf, source=peer, tag=1)),
+             (lambda peer: ours.send(x, peer, 1),
+              lambda peer: ours.recv(peer, 1))]
+    cmn = None if watchdog else chainermn_comm('naive')
     if cmn is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            t_cmn = pingpong(lambda peer: cmn.send(x, peer, 1),
-                             lambda peer: cmn.recv(peer, 1), reps)
+        pairs.append((lambda peer: cmn.send(x, peer, 1),
+                      lambda peer: cmn.recv(peer, 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        raw, t_ours, *rest = pingpongs(pairs, reps)
+    t_cmn = rest[0] if rest else None
     label = '8 B' if nbytes < 1024 else '{} MiB'.format(nbytes >> 20)
+    if watchdog:
+        label += ', watchdog on'
     table.add('send/recv one-way {}'.format(label), t_ours, raw, t_cmn,
               target, unit)
 
@@ -206,6 +230,9 @@ def main():
                     'x1.2', reps * 4)
     bench_bcast_data(table, reps)
     bench_sendrecv(table, 8, 400 if args.quick else 3000, '<3', 'us')
+    # The watchdog's cost per call: compare with the row above.
+    bench_sendrecv(table, 8, 400 if args.quick else 3000, '<3', 'us',
+                   watchdog=600)
     bench_sendrecv(table, 64 << 20, reps, 'x1.3', 'ms')
     rank = WORLD.Get_rank()
     if rank == 0:
