@@ -27,6 +27,8 @@ the tree of every element (sizes 2..8, 1 element to 1.2 MB, roots 0 and 1)
 and by tests/simulator/test_conformance_reduction_order.py, which checks
 these trees against real Open MPI under ``mpiexec`` bit for bit.
 """
+import threading
+
 import numpy as np
 
 __all__ = ['allreduce_plan', 'iallreduce_plan', 'reduce_plan',
@@ -361,7 +363,29 @@ def evaluate(tree, leaf, combine):
     return leaf(tree)
 
 
-def _into(tree, blocks, op, out):
+_scratch_buffers = threading.local()
+# Chunked reductions ask for 256 KiB pieces; larger one-off requests are
+# not kept alive.
+_CACHED_SCRATCH_BYTES = 1 << 20
+
+
+def _scratch(like, level):
+    """A reusable array shaped like ``like``, one per thread and tree level:
+    a fresh one per cache-sized chunk would page-fault (malloc maps large
+    blocks anew) and double the cost of a big reduction."""
+    pool = getattr(_scratch_buffers, 'pool', None)
+    if pool is None:
+        pool = _scratch_buffers.pool = {}
+    nbytes = like.size * like.dtype.itemsize
+    if nbytes > _CACHED_SCRATCH_BYTES:
+        return np.empty_like(like)
+    raw = pool.get(level)
+    if raw is None or raw.size < nbytes:
+        raw = pool[level] = np.empty(_CACHED_SCRATCH_BYTES, np.uint8)
+    return raw[:nbytes].view(like.dtype).reshape(like.shape)
+
+
+def _into(tree, blocks, op, out, level=1):
     """``out[...] = tree`` over equally long NumPy ``blocks`` (by rank)."""
     if not isinstance(tree, tuple):
         out[...] = blocks[tree]
@@ -374,10 +398,10 @@ def _into(tree, blocks, op, out):
         # Predefined operations commute bit for bit: evaluating the
         # subtree first saves a scratch array per level of a chain.
         left, right = right, left
-    _into(left, blocks, op, out)
+    _into(left, blocks, op, out, level + 1)
     if isinstance(right, tuple):
-        operand = np.empty_like(out)
-        _into(right, blocks, op, operand)
+        operand = _scratch(out, level)
+        _into(right, blocks, op, operand, level + 1)
     else:
         operand = blocks[right]
     op.reduce_into(out, operand)
@@ -393,7 +417,7 @@ def reduce_plan_into(plan, op, args, out, lo, hi):
         blocks = [x[a:b] for x in args]
         target = out[a - lo:b - lo]
         if any(np.may_share_memory(target, x) for x in blocks):
-            scratch = np.empty_like(target)
+            scratch = _scratch(target, 0)
             _into(tree, blocks, op, scratch)
             target[...] = scratch
         else:
