@@ -9,9 +9,9 @@ import numpy
 
 from chainermn_lite import _mpi
 
-__all__ = ['DESCRIPTOR_WORDS', 'as_sendable', 'describe', 'describe_fixed',
-           'parse', 'parse_fixed', 'byte_view', 'empty_like_descriptor',
-           'align']
+__all__ = ['DESCRIPTOR_WORDS', 'as_sendable', 'is_plain_sendable', 'describe',
+           'describe_fixed', 'parse', 'parse_fixed', 'byte_view',
+           'empty_like_descriptor', 'align']
 
 _MAX_NDIM = 32
 DESCRIPTOR_WORDS = 2 + _MAX_NDIM
@@ -32,6 +32,12 @@ def as_sendable(x, what):
         # Strided views "just work": one copy, like MPI's derived types.
         x = x.copy(order='C')
     return x
+
+
+def is_plain_sendable(x):
+    """True when ``x`` is a NumPy array as_sendable would return as is."""
+    return (type(x) is numpy.ndarray and x.flags.c_contiguous
+            and x.dtype.isnative and x.dtype.char in _DTYPE_CHARS)
 
 
 def dtype_code(dtype):

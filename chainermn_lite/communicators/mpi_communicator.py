@@ -144,9 +144,12 @@ class MpiCommunicator(CommunicatorBase):
         self._check_peer(dest, 'send')
         self._check_tag(tag, 'send')
         is_tuple = isinstance(data, (tuple, list))
-        arrays = data if is_tuple else (data,)
-        arrays = [codec.as_sendable(x, 'send (rank {} to {})'.format(
-            self._rank, dest)) for x in arrays]
+        if not is_tuple and codec.is_plain_sendable(data):
+            arrays = (data,)      # the common case, without building texts
+        else:
+            arrays = data if is_tuple else (data,)
+            arrays = [codec.as_sendable(x, 'send (rank {} to {})'.format(
+                self._rank, dest)) for x in arrays]
         if dest == self._rank:
             raise ValueError(
                 'send: rank {} sends to itself (dest={}); a blocking send '
