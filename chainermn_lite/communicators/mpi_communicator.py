@@ -395,8 +395,11 @@ class MpiCommunicator(CommunicatorBase):
                                   unpack=not is_root)
 
     def _bcast_vector(self, comm, vec):
+        # One Bcast per vector unless it exceeds max_buf_len: unlike the
+        # allreduce there is no temporary to keep in cache, and MPI moves
+        # one big message faster than many 4 MiB ones.
         view = vec.view(numpy.uint8)
-        step = _strategies.CHUNK_BYTES
+        step = self._configs['max_buf_len']
         for start in range(0, view.size, step):
             self.mpi_comm.Bcast(view[start:start + step], root=0)
 
