@@ -6,10 +6,14 @@ allocations above 128 KiB with ``mmap`` and hands freed memory above its
 trim threshold back to the kernel, so each such array starts with page
 faults: for a (128, 1000) float32 model-parallel activation this costs more
 than the message itself (functions.send/recv round trip under mpiexec -n 2:
-0.85 ms by default, 0.35-0.44 ms with the settings below; see
-benchmarks/README.md). Raising the mmap threshold to its maximum (32 MiB)
-and the trim threshold to 256 MiB keeps that memory in the heap for reuse;
-the price is that up to 256 MiB of freed memory may stay mapped.
+0.85 ms by default, 0.35-0.44 ms with the settings below; a 64 MiB array
+received one-way: 1.5x the time of a receive into a reused buffer by
+default, 0.9-1.1x tuned; see benchmarks/README.md). Serving every
+allocation from the heap (``M_MMAP_MAX`` 0; the mmap threshold alone stops
+at 32 MiB) and raising the trim threshold to 256 MiB keeps that memory
+for reuse; the price is that up to 256 MiB of freed memory may stay
+mapped, and that freed blocks below the top of the heap are reused but not
+returned to the OS.
 
 Applied once per process when a communicator is created on real MPI;
 ``CHAINERMN_LITE_MALLOC_TUNING=0`` leaves malloc alone. A no-op where the C
@@ -28,6 +32,7 @@ MALLOC_TUNING_ENV = 'CHAINERMN_LITE_MALLOC_TUNING'
 # mallopt parameter numbers from glibc's <malloc.h>.
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+_M_MMAP_MAX = -4
 _MMAP_THRESHOLD = 32 * 1024 * 1024     # glibc's ceiling on 64-bit
 _TRIM_THRESHOLD = 256 * 1024 * 1024
 
@@ -55,5 +60,6 @@ def tune_malloc():
                 if mallopt is not None:
                     _state['tuned'] = bool(
                         mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+                        and mallopt(_M_MMAP_MAX, 0)
                         and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
         return _state['tuned']

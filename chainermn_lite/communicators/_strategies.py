@@ -15,11 +15,14 @@ __all__ = ['CHUNK_BYTES', 'Naive', 'Flat', 'Hierarchical', 'Dummy',
            'NonCudaAware']
 
 CHUNK_BYTES = 4 * 1024 * 1024
-# Grads at least one chunk big are reduced where they lie (no copy); smaller
-# ones are packed, so that the number of collective calls (each one a
-# synchronisation of all ranks, costly when cores are oversubscribed) stays
-# close to total bytes / CHUNK_BYTES.
-DIRECT_MIN_BYTES = CHUNK_BYTES
+# Grads of at least 256 KiB are reduced where they lie (no copy); smaller
+# ones are packed, so that the many tiny ones (biases, BN parameters) cost
+# one collective call instead of one each. Measured under mpiexec -n 2 on
+# ResNet-50's shapes (quiet machine): 64 KiB-1 MiB thresholds all give
+# ~1.75x the raw chunked limit, 4 MiB (packing every conv weight, two
+# extra copies of half the bytes) 2.3x; on the MLP, packing its 3 MB
+# weight made flat 2.2x raw against 1.2x for direct.
+DIRECT_MIN_BYTES = 256 * 1024
 
 
 def _wire_dtype(dtype):

@@ -21,8 +21,10 @@ _FAULTS_PER_ARRAY = textwrap.dedent("""
         return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     def step():
         # A backward step's worth of 512 KiB arrays (received activations,
-        # gradients), alive together, then freed together.
-        return [numpy.ones(131072, numpy.float32) for _ in range(8)]
+        # gradients) and one 64 MiB array (a big received message), alive
+        # together, then freed together.
+        return [numpy.ones(131072, numpy.float32) for _ in range(8)] + \
+            [numpy.ones(16 << 20, numpy.float32)]
     for _ in range(5):                       # let malloc settle
         step()
     before = faults()
@@ -46,7 +48,8 @@ def test_tuned_arrays_reuse_memory_instead_of_faulting():
     tuned, faults = _faults_per_array('tune')
     untuned, faults_default = _faults_per_array('plain')
     assert tuned and not untuned
-    # 512 KiB is 128 pages: by default every array faults most of them in.
+    # 512 KiB is 128 pages: by default every array faults most of them in
+    # (the 64 MiB one is faulted in whole, in huge or small pages).
     assert faults_default > 64
     assert faults < 8
 
