@@ -12,6 +12,7 @@ import numpy
 
 from chainermn_lite.datasets import scatter_check
 from chainermn_lite.iterators import batch_check
+from chainermn_lite.parallel import grid
 
 __all__ = ['DataSizeError', 'scatter_dataset', 'scatter_index',
            'index_ranges']
@@ -33,13 +34,7 @@ def index_ranges(n_total_samples, size, force_equal_length=True):
         return [(n_total_samples * i // size,
                  n_total_samples * i // size + length)
                 for i in range(size)]
-    base, extra = divmod(n_total_samples, size)
-    ranges, begin = [], 0
-    for i in range(size):
-        end = begin + base + (1 if i < extra else 0)
-        ranges.append((begin, end))
-        begin = end
-    return ranges
+    return grid.axis_bounds(n_total_samples, size)
 
 
 def _scatter_index(n_total_samples, size, force_equal_length):
