@@ -127,10 +127,9 @@ def test_wrapper_delegates_attributes_and_serialization(mpi_comm, tmp_path):
 
 @pytest.mark.mpi(sizes=(2, 4))
 def test_double_buffering_reduction_progresses_without_mpi_calls(mpi_comm):
-    # Real MPI only: Open MPI advances a non-blocking collective inside MPI
-    # calls, so the optimizer's helper thread is what lets the reduction
-    # finish while the main thread computes. The simulator has no helper
-    # thread (its reduction runs in the final wait) and skips.
+    # Real MPI only: the optimizer's helper thread reduces while the main
+    # thread computes (no MPI call of its own). The simulator has no
+    # helper thread (its reduction runs in the final wait) and skips.
     if getattr(mpi_comm, 'simulated', False):
         pytest.skip('the simulator reduces in the final wait')
     import time
