@@ -116,7 +116,10 @@ class _DoubleBufferingOptimizer(_Wrapper):
         params = [p for _, p in sorted(target.namedparams())
                   if p.data is not None]
         previous = self.wait()
-        self._start(params)
+        # Without a previous mean to apply, p.grad stays bound to the
+        # arrays being packed and the next backward may write into them
+        # (zerograds): pack them before returning.
+        self._start(params, pack_in_background=previous is not None)
         if previous is not None:
             self._apply(params, previous)
             self.actual_optimizer.update(None, *args, **kwds)
@@ -134,22 +137,16 @@ class _DoubleBufferingOptimizer(_Wrapper):
             buffers.append(numpy.empty(size, dtype))
         return buffers[index]
 
-    def _start(self, params):
+    def _start(self, params, pack_in_background):
         comm = self.communicator.mpi_comm
         module = _mpi.mpi_module_of(comm)
         flat = self._buffer(params)
-        # Scaled while packed (one pass), so the sum is already the mean.
-        scale = flat.dtype.type(1.0 / self.communicator.size)
-        offset = 0
-        for p in params:
-            n = p.data.size
-            part = flat[offset:offset + n]
-            if p.grad is None:
-                part[...] = 0
-            else:
-                numpy.multiply(numpy.asarray(p.grad).reshape(-1), scale,
-                               out=part)
-            offset += n
+        # The arrays, not the params: _apply rebinds p.grad right after.
+        grads = [(p.grad, p.data.size) for p in params]
+        scale = 1.0 / self.communicator.size
+        if not pack_in_background:
+            _pack(grads, scale, flat)
+            grads = None
         if _progress_thread_allowed(comm, module):
             if self._thread_comm is None:
                 # The helper thread's own communicator, so that its
@@ -157,12 +154,14 @@ class _DoubleBufferingOptimizer(_Wrapper):
                 self._own('_thread_comm', comm.Dup())
             errors = []
             waiter = threading.Thread(
-                target=_chunked_allreduce,
-                args=(self._thread_comm, module, flat, errors),
+                target=_pack_and_allreduce,
+                args=(self._thread_comm, module, grads, scale, flat, errors),
                 daemon=True, name='chainermn_lite-double-buffering')
             waiter.start()
             self._own('_pending', (errors, waiter, flat))
             return
+        if grads is not None:
+            _pack(grads, scale, flat)
         request = comm.Iallreduce(module.IN_PLACE, flat, op=module.SUM)
         self._own('_pending', (request, None, flat))
 
@@ -193,11 +192,28 @@ class _DoubleBufferingOptimizer(_Wrapper):
             offset += n
 
 
-def _chunked_allreduce(comm, module, flat, errors):
-    """Blocking in-place sum in the pieces the flat strategy uses (Open
+def _pack(grads, scale, flat):
+    """Copy each (grad, size) of ``grads`` times ``scale`` into ``flat``
+    (a None grad as zeros): the sum of the scaled copies is the mean."""
+    scale = flat.dtype.type(scale)
+    offset = 0
+    for grad, size in grads:
+        part = flat[offset:offset + size]
+        if grad is None:
+            part[...] = 0
+        else:
+            numpy.multiply(numpy.asarray(grad).reshape(-1), scale, out=part)
+        offset += size
+
+
+def _pack_and_allreduce(comm, module, grads, scale, flat, errors):
+    """Pack (unless ``grads`` is None: packed already), then sum in place
+    with blocking Allreduces in the pieces the flat strategy uses (Open
     MPI's tuned blocking algorithms beat its non-blocking ones on a
-    ResNet-50-sized buffer); an exception is kept for ``wait`` to raise."""
+    ResNet-50-sized buffer); an exception is kept for ``wait``."""
     try:
+        if grads is not None:
+            _pack(grads, scale, flat)
         step = max(1, _strategies.CHUNK_BYTES // flat.itemsize)
         for start in range(0, flat.size, step):
             comm.Allreduce(module.IN_PLACE, flat[start:start + step],
