@@ -1,5 +1,6 @@
 """An iterator whose batches are drawn on one rank and sent to all."""
 import chainer
+import numpy
 
 from chainermn_lite.iterators import batch_check
 
@@ -7,6 +8,24 @@ __all__ = ['create_multi_node_iterator']
 
 _STATE_KEYS = ('epoch', 'is_new_epoch', 'epoch_detail',
                'previous_epoch_detail', 'current_position', 'batch_size')
+
+
+def _build_ctrl_msg(stop, is_valid_data_type, is_paired_dataset,
+                    is_new_epoch, current_position):
+    """ChainerMN 7.8.1's private control-message encoding (five flags and
+    the position as float32), kept for code and tests written against it.
+    This iterator sends its control state pickled with the batch, which is
+    why it also carries batches ChainerMN refuses (strings, objects)."""
+    return numpy.array([int(stop), int(is_valid_data_type),
+                        int(is_paired_dataset), int(is_new_epoch),
+                        int(current_position)], dtype=numpy.float32)
+
+
+def _parse_ctrl_msg(msg):
+    """Inverse of ``_build_ctrl_msg``: (stop, is_valid_data_type,
+    is_paired_dataset, is_new_epoch, current_position)."""
+    return (bool(msg[0]), bool(msg[1]), bool(msg[2]), bool(msg[3]),
+            int(msg[4]))
 
 
 class _MultiNodeIterator(chainer.dataset.Iterator):
@@ -20,7 +39,9 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
         self.communicator = communicator
         self.rank_master = rank_master
         self.is_master = communicator.rank == rank_master
-        self.actual_iterator = actual_iterator if self.is_master else None
+        # Kept on every rank (only the master's advances), so that other
+        # attributes read through as in ChainerMN (e.g. ``_order``).
+        self.actual_iterator = actual_iterator
         if self.is_master and actual_iterator is None:
             raise ValueError('the master rank {} needs an actual iterator'
                              .format(rank_master))
@@ -70,6 +91,9 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
         state = self.__dict__.get('_state')
         if state is not None and name in state:
             return state[name]
+        actual = self.__dict__.get('actual_iterator')
+        if actual is not None:
+            return getattr(actual, name)
         raise AttributeError(name)
 
     def reset(self):
