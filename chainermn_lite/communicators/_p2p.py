@@ -8,6 +8,7 @@ result arrays. Receives honour ``ANY_SOURCE`` / ``ANY_TAG``: the rest of a
 message is taken from the source and tag its first frame came from.
 """
 import pickle
+import struct
 
 import numpy
 
@@ -22,6 +23,11 @@ KIND_ARRAY, KIND_TUPLE, KIND_OBJECT = 1, 2, 3
 _KIND_NAMES = {KIND_ARRAY: 'an array', KIND_TUPLE: 'a tuple of arrays',
                KIND_OBJECT: 'a Python object'}
 _DETACHED, _INLINE, _SEPARATE = 0, 1, 2
+_HEADER = struct.Struct('={}q'.format(_HEADER_WORDS))
+# Frame heads / layouts of single small arrays, cached by (dtype, shape):
+# the send and receive of an 8-byte array then cost a few microseconds of
+# Python instead of rebuilding and re-parsing the same words every time.
+_CACHE_LIMIT = 256
 
 
 class FrameChannel:
@@ -35,16 +41,44 @@ class FrameChannel:
         self._send_words = self._send_frame.view(numpy.int64)
         self._recv_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
         self._recv_words = self._recv_frame.view(numpy.int64)
+        self._send_view = memoryview(self._send_frame)
+        self._recv_view = memoryview(self._recv_frame)
+        self._heads = {}        # (dtype char, shape) -> frame head bytes
+        self._layouts = {}      # descriptor bytes -> (dtype, shape)
 
     # -- sending ---------------------------------------------------------
     def send_arrays(self, arrays, is_tuple, dest, tag):
         """Send arrays (already contiguous) as one message."""
+        if not is_tuple and len(arrays) == 1 and arrays[0].ndim and \
+                self._send_small(arrays[0], dest, tag):
+            return
         descriptor = []
         for x in arrays:
             descriptor += codec.describe(x)
         payload = [codec.byte_view(x) for x in arrays]
         kind = KIND_TUPLE if is_tuple else KIND_ARRAY
         self._send(kind, descriptor, payload, dest, tag)
+
+    def _send_small(self, x, dest, tag):
+        """One inline frame from a cached head; False if x does not fit."""
+        key = (x.dtype.char, x.shape)
+        head = self._heads.get(key)
+        if head is None:
+            descriptor = codec.describe(x)
+            head = numpy.array([KIND_ARRAY, x.nbytes, len(descriptor),
+                                _INLINE] + descriptor,
+                               dtype=numpy.int64).tobytes()
+            if len(self._heads) < _CACHE_LIMIT:
+                self._heads[key] = head
+        end = len(head) + x.nbytes
+        if end > FRAME_BYTES:
+            return False
+        view = self._send_view
+        view[:len(head)] = head
+        if x.nbytes:
+            view[len(head):end] = _bytes_of(x)
+        self._comm.Send(view[:end], dest=dest, tag=tag)
+        return True
 
     def send_object(self, obj, dest, tag):
         """Pickle ``obj`` and send it as one message."""
@@ -86,7 +120,8 @@ class FrameChannel:
                           dest=dest, tag=tag)
 
     # -- receiving -------------------------------------------------------
-    def _recv_head(self, source, tag, status, expected):
+    def _recv_first_frame(self, source, tag, status):
+        """Receive a message's first frame; its (source, tag)."""
         module = self._module
         wildcard = source == module.ANY_SOURCE or tag == module.ANY_TAG
         if status is None and wildcard:
@@ -95,7 +130,12 @@ class FrameChannel:
                         status=status)
         if wildcard:
             source, tag = status.Get_source(), status.Get_tag()
-        kind, nbytes, nwords, mode = self._recv_words[:_HEADER_WORDS].tolist()
+        return source, tag
+
+    def _recv_head(self, source, tag, status, expected, received=False):
+        if not received:
+            source, tag = self._recv_first_frame(source, tag, status)
+        kind, nbytes, nwords, mode = _HEADER.unpack_from(self._recv_view)
         if kind not in expected:
             raise TypeError(
                 'rank {} expected {} from rank {} (tag {}) but received {}; '
@@ -124,8 +164,14 @@ class FrameChannel:
 
     def recv_arrays(self, source, tag, status=None):
         """Receive what send_arrays sent: an array or a tuple of arrays."""
+        source, tag = self._recv_first_frame(source, tag, status)
+        kind, nbytes, nwords, mode = _HEADER.unpack_from(self._recv_view)
+        if kind == KIND_ARRAY and mode == _INLINE:
+            small = self._recv_small(nbytes, nwords)
+            if small is not None:
+                return small
         kind, _, descriptor, mode, offset, source, tag = self._recv_head(
-            source, tag, status, (KIND_ARRAY, KIND_TUPLE))
+            source, tag, status, (KIND_ARRAY, KIND_TUPLE), received=True)
         arrays = []
         at = 0
         while at < len(descriptor):
@@ -139,6 +185,25 @@ class FrameChannel:
             return tuple(arrays)
         return arrays[0]
 
+    def _recv_small(self, nbytes, nwords):
+        """The array of an inline single-array frame (None: not cached and
+        not cacheable, take the general path)."""
+        start = 8 * _HEADER_WORDS
+        end = start + 8 * nwords
+        key = bytes(self._recv_view[start:end])
+        layout = self._layouts.get(key)
+        if layout is None:
+            dtype, shape, _ = codec.parse(
+                self._recv_words[_HEADER_WORDS:_HEADER_WORDS + nwords]
+                .tolist(), 0)
+            if not shape or len(self._layouts) >= _CACHE_LIMIT:
+                return None
+            layout = self._layouts[key] = (dtype, shape)
+        x = numpy.empty(layout[1], dtype=layout[0])
+        if nbytes:
+            _bytes_of(x)[:] = self._recv_view[end:end + nbytes]
+        return x
+
     def recv_object(self, source, tag, status=None):
         """Receive and unpickle what send_object sent."""
         _, nbytes, _, mode, offset, source, tag = self._recv_head(
@@ -146,3 +211,13 @@ class FrameChannel:
         data = numpy.empty(nbytes, dtype=numpy.uint8)
         self._fill(data, mode, offset, source, tag)
         return pickle.loads(data)
+
+
+def _bytes_of(x):
+    """A writable byte view of the non-empty C-contiguous array ``x``
+    (memoryview is the cheapest; formats it cannot cast, e.g. complex,
+    take numpy's byte view)."""
+    try:
+        return x.data.cast('B')
+    except TypeError:
+        return codec.byte_view(x)

@@ -191,3 +191,26 @@ def test_allreduce_sums(mpi_comm, dtype):
                                expect.astype(dtype).astype(np.float64))
     zero = comm.allreduce(np.zeros((0, 3), dtype=dtype))
     assert zero.shape == (0, 3)
+
+
+@pytest.mark.mpi(sizes=(2, 3))
+def test_send_recv_small_array_kinds(mpi_comm):
+    # The single-small-array fast path caches frame heads by (dtype,
+    # shape): every kind of array it may see, sent twice so the second
+    # send and receive use the caches.
+    comm = _comm(mpi_comm)
+    arrays = [np.arange(3, dtype=np.complex64) * 1j, np.array(5.0),
+              np.array([True, False]), np.zeros((0, 3), np.float32),
+              np.arange(6, dtype=np.float16).reshape(2, 3),
+              np.arange(4, dtype=np.int8)[::2]]
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    for _ in range(2):
+        for tag, x in enumerate(arrays):
+            if comm.rank % 2 == 0:
+                comm.send(x, right, tag)
+                got = comm.recv(left, tag)
+            else:
+                got = comm.recv(left, tag)
+                comm.send(x, right, tag)
+            assert got.dtype == x.dtype and got.shape == x.shape
+            np.testing.assert_array_equal(got, x)
