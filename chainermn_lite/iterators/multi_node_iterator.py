@@ -49,6 +49,17 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
         self._step = 0
         self._state = dict.fromkeys(_STATE_KEYS)
         self._share_state({})
+        # ChainerMN's ``_order``: on the master the actual iterator's
+        # current order; elsewhere the order received at construction,
+        # which deserialization leaves alone (batches come from the master).
+        self._initial_order = self._share_state(
+            _actual_order(actual_iterator) if self.is_master else None)
+
+    @property
+    def _order(self):
+        if self.is_master:
+            return _actual_order(self.actual_iterator)
+        return self._initial_order
 
     def _master_state(self):
         it = self.actual_iterator
@@ -124,6 +135,12 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
         if saving and not self.is_master:
             for key, value in written:
                 serializer(key, value)
+
+
+def _actual_order(iterator):
+    """The order of a Chainer iterator (None without shuffling)."""
+    state = getattr(iterator, '_state', None)
+    return getattr(state, 'order', getattr(iterator, '_order', None))
 
 
 class _RecordingSerializer(chainer.serializer.Serializer):

@@ -60,6 +60,29 @@ def test_resume_continues_where_the_master_was(mpi_comm, tmp_path):
     assert [next(again) for _ in range(4)] == following
 
 
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_order_reads_as_in_chainermn(mpi_comm):
+    # ChainerMN's ``_order``: the master's actual order, which loading a
+    # snapshot replaces; other ranks keep the order they were given at
+    # construction (they never draw batches themselves).
+    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    actual = _actual(n=12) if comm.rank == 0 else None
+    it = iterators.create_multi_node_iterator(actual, comm)
+    order = it._order.copy()
+    assert sorted(order.tolist()) == list(range(12))
+    assert order.tolist() == _actual(n=12)._state.order.tolist()
+    saved = {}
+    chainer.serializers.DictionarySerializer(saved).save(it)
+    saved['order'] = np.roll(order, 1)
+    chainer.serializers.NpzDeserializer(saved).load(it)
+    expected = np.roll(order, 1) if comm.rank == 0 else order
+    assert it._order.tolist() == expected.tolist()
+    unshuffled = iterators.create_multi_node_iterator(
+        chainer.iterators.SerialIterator(list(range(4)), 2, shuffle=False)
+        if comm.rank == 0 else None, comm)
+    assert unshuffled._order is None
+
+
 @pytest.mark.mpi(sizes=(2, 3))
 def test_synchronized_iterators_agree(mpi_comm):
     comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
