@@ -44,10 +44,22 @@ class _AliasLoader(importlib.abc.Loader):
         self.target = target
 
     def create_module(self, spec):
+        if spec.name == ALIAS:
+            _import_mpi_as_chainermn_does()
         return importlib.import_module(self.target)
 
     def exec_module(self, module):
         # Already executed under its own name by import_module above.
+        pass
+
+
+def _import_mpi_as_chainermn_does():
+    # Importing ChainerMN imports mpi4py.MPI (MPI_Init included); scripts
+    # and ChainerMN's own tests rely on it after a bare ``import mpi4py``.
+    # chainermn_lite itself imports MPI only when it needs COMM_WORLD.
+    try:
+        importlib.import_module('mpi4py.MPI')
+    except ImportError:
         pass
 
 

@@ -83,9 +83,13 @@ def test_install_twice_adds_one_finder(installed):
 def test_command_line_runs_script_and_module(tmp_path, as_module):
     (tmp_path / 'uses_chainermn.py').write_text(textwrap.dedent('''
         import sys
+        import mpi4py
         import chainermn
         from chainermn.communicators import naive_communicator
         print(chainermn.__name__, naive_communicator.__name__, sys.argv[1:])
+        # Importing ChainerMN imports mpi4py.MPI; ChainerMN's own tests
+        # use it after a bare ``import mpi4py``.
+        print(mpi4py.MPI.COMM_WORLD.Get_size())
         '''))
     target = ['-m', 'uses_chainermn'] if as_module else \
         [str(tmp_path / 'uses_chainermn.py')]
@@ -96,9 +100,9 @@ def test_command_line_runs_script_and_module(tmp_path, as_module):
         ['--flag', 'x'], capture_output=True, text=True, env=env,
         timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split('\n')[0] == (
+    assert done.stdout.split('\n')[:2] == [
         "chainermn_lite chainermn_lite.communicators.naive_communicator "
-        "['--flag', 'x']")
+        "['--flag', 'x']", '1']
 
 
 def test_command_line_without_target_prints_usage():
