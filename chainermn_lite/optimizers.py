@@ -11,7 +11,6 @@ import threading
 import numpy
 
 from chainermn_lite import _mpi
-from chainermn_lite.communicators import _strategies
 
 __all__ = ['create_multi_node_optimizer']
 
@@ -76,18 +75,18 @@ class _MultiNodeOptimizer(_Wrapper):
 class _DoubleBufferingOptimizer(_Wrapper):
     """Step t applies the mean gradient of step t - 1 (one-step staleness).
 
-    The gradients of step t are packed (scaled by 1/size) into one of two
-    float buffers and summed in place in the background; the next
-    ``update`` (after the forward/backward of step t + 1 ran) waits for it
-    and applies it. The grads it applies are views of that buffer (no copy
-    back), which is why there are two: the other one takes the next
-    reduction while these grads are in use. On real MPI (THREAD_MULTIPLE)
-    a helper thread runs blocking chunked Allreduces on a ``Dup`` of the
-    communicator: Open MPI advances a non-blocking collective only inside
-    MPI calls, and its blocking algorithms are faster. Elsewhere (the
-    simulator) it is an ``Iallreduce`` completed in the final wait. The
-    first step after a broadcast only starts a reduction; gradients that
-    are None are reduced as zeros.
+    On real MPI (THREAD_MULTIPLE) the grad arrays of step t themselves are
+    averaged in place by a helper thread, with the communicator's own
+    strategy on a ``Dup`` of it (Open MPI advances a non-blocking
+    collective only inside MPI calls, and its blocking algorithms are
+    faster): no copy, no extra memory. The next ``update`` waits for them
+    and binds them to the params as the grads to apply, so the arrays in
+    flight are never the ones a backward (or ``zerograds``) writes into.
+    Elsewhere (the simulator) the grads are packed, scaled by 1/size, into
+    one of two buffers and summed by an ``Iallreduce`` completed in the
+    final wait; the grads applied are views of that buffer, hence two.
+    The first step after a broadcast only starts a reduction; gradients
+    that are None are reduced as zeros.
     """
 
     def __init__(self, actual_optimizer, communicator, zero_fill):
@@ -116,13 +115,51 @@ class _DoubleBufferingOptimizer(_Wrapper):
         params = [p for _, p in sorted(target.namedparams())
                   if p.data is not None]
         previous = self.wait()
-        # Without a previous mean to apply, p.grad stays bound to the
-        # arrays being packed and the next backward may write into them
-        # (zerograds): pack them before returning.
-        self._start(params, pack_in_background=previous is not None)
+        start = self._prepare(params)
         if previous is not None:
             self._apply(params, previous)
             self.actual_optimizer.update(None, *args, **kwds)
+        # Started after the update: the helper thread then needs the GIL
+        # while the next forward/backward runs, not during the update.
+        in_flight = start()
+        if previous is None and in_flight is not None:
+            # Nothing applied: p.grad must still not share memory with the
+            # arrays being averaged.
+            for p, grad in zip(params, in_flight):
+                if p.grad is grad:
+                    p.grad = grad.copy()
+
+    def _prepare(self, params):
+        """Take hold of the params' current grads; returns ``start()``,
+        which starts averaging them and returns the arrays the helper
+        thread averages in place (None when they were packed)."""
+        comm = self.communicator.mpi_comm
+        module = _mpi.mpi_module_of(comm)
+        if _progress_thread_allowed(comm, module) and \
+                hasattr(self.communicator, '_dup'):
+            if self._thread_comm is None:
+                self._own('_thread_comm', self.communicator._dup())
+            grads = [_reducible_grad(p) for p in params]
+
+            def start():
+                errors = []
+                waiter = threading.Thread(
+                    target=_mean_in_background,
+                    args=(self._thread_comm, grads, errors), daemon=True,
+                    name='chainermn_lite-double-buffering')
+                waiter.start()
+                self._own('_pending', (errors, waiter, grads))
+                return grads
+            return start
+        flat = self._buffer(params)
+        _pack([(p.grad, p.data.size) for p in params],
+              1.0 / self.communicator.size, flat)
+
+        def start():
+            request = comm.Iallreduce(module.IN_PLACE, flat, op=module.SUM)
+            self._own('_pending', (request, None, _split(flat, params)))
+            return None
+        return start
 
     def _buffer(self, params):
         dtype = numpy.result_type(numpy.float32,
@@ -137,59 +174,62 @@ class _DoubleBufferingOptimizer(_Wrapper):
             buffers.append(numpy.empty(size, dtype))
         return buffers[index]
 
-    def _start(self, params, pack_in_background):
-        comm = self.communicator.mpi_comm
-        module = _mpi.mpi_module_of(comm)
-        flat = self._buffer(params)
-        # The arrays, not the params: _apply rebinds p.grad right after.
-        grads = [(p.grad, p.data.size) for p in params]
-        scale = 1.0 / self.communicator.size
-        if not pack_in_background:
-            _pack(grads, scale, flat)
-            grads = None
-        if _progress_thread_allowed(comm, module):
-            if self._thread_comm is None:
-                # The helper thread's own communicator, so that its
-                # collectives never interleave with the main thread's.
-                self._own('_thread_comm', comm.Dup())
-            errors = []
-            waiter = threading.Thread(
-                target=_pack_and_allreduce,
-                args=(self._thread_comm, module, grads, scale, flat, errors),
-                daemon=True, name='chainermn_lite-double-buffering')
-            waiter.start()
-            self._own('_pending', (errors, waiter, flat))
-            return
-        if grads is not None:
-            _pack(grads, scale, flat)
-        request = comm.Iallreduce(module.IN_PLACE, flat, op=module.SUM)
-        self._own('_pending', (request, None, flat))
-
     def wait(self):
-        """wait(): finish the reduction in flight; its mean, or None."""
+        """wait(): finish the reduction in flight; the mean grads (one
+        array per param), or None when nothing was in flight."""
         pending = self._pending
         if pending is None:
             return None
         self._own('_pending', None)
-        request, waiter, flat = pending
+        request, waiter, grads = pending
         if waiter is not None:
             waiter.join()
             if request:         # the helper thread's exception
                 raise request[0]
         else:
             request.Wait()
-        return flat
+        return grads
 
-    def _apply(self, params, flat):
-        offset = 0
-        for p in params:
-            n = p.data.size
-            grad = flat[offset:offset + n].reshape(p.data.shape)
-            # A view while the dtype allows: the buffer stays untouched
-            # until the step after next, when these grads are long used.
+    def _apply(self, params, grads):
+        for p, grad in zip(params, grads):
+            # The packed buffer stays untouched until the step after next,
+            # when these grads are long used: no copy while dtypes agree.
             p.grad = grad if grad.dtype == p.data.dtype else \
                 grad.astype(p.data.dtype)
-            offset += n
+
+
+def _reducible_grad(param):
+    """The array to average in place for ``param``: its grad itself when
+    MPI can sum it where it lies, else a float32/64 C-contiguous copy
+    (float16, non-contiguous), zeros for a None grad."""
+    grad = param.grad
+    if grad is None:
+        return numpy.zeros(param.data.shape,
+                           numpy.result_type(numpy.float32,
+                                             param.data.dtype))
+    grad = numpy.asarray(grad)
+    if grad.dtype == numpy.float16:
+        return grad.astype(numpy.float32)
+    return numpy.ascontiguousarray(grad)
+
+
+def _mean_in_background(thread_comm, grads, errors):
+    """The helper thread: average ``grads`` in place with the
+    communicator's strategy; an exception is kept for ``wait``."""
+    try:
+        thread_comm._strategy.mean(thread_comm, grads)
+    except BaseException as e:  # noqa: B902 -- re-raised by wait()
+        errors.append(e)
+
+
+def _split(flat, params):
+    """Views of ``flat`` shaped as each param, in order."""
+    views, offset = [], 0
+    for p in params:
+        n = p.data.size
+        views.append(flat[offset:offset + n].reshape(p.data.shape))
+        offset += n
+    return views
 
 
 def _pack(grads, scale, flat):
@@ -204,22 +244,6 @@ def _pack(grads, scale, flat):
         else:
             numpy.multiply(numpy.asarray(grad).reshape(-1), scale, out=part)
         offset += size
-
-
-def _pack_and_allreduce(comm, module, grads, scale, flat, errors):
-    """Pack (unless ``grads`` is None: packed already), then sum in place
-    with blocking Allreduces in the pieces the flat strategy uses (Open
-    MPI's tuned blocking algorithms beat its non-blocking ones on a
-    ResNet-50-sized buffer); an exception is kept for ``wait``."""
-    try:
-        if grads is not None:
-            _pack(grads, scale, flat)
-        step = max(1, _strategies.CHUNK_BYTES // flat.itemsize)
-        for start in range(0, flat.size, step):
-            comm.Allreduce(module.IN_PLACE, flat[start:start + step],
-                           op=module.SUM)
-    except BaseException as e:  # noqa: B902 -- re-raised by wait()
-        errors.append(e)
 
 
 def _progress_thread_allowed(comm, module):

@@ -94,7 +94,15 @@ class MpiCommunicator(CommunicatorBase):
 
     def split(self, color, key):
         """split(color, key): a communicator of the same kind per color."""
-        sub = self.mpi_comm.Split(color, key)
+        return self._derive(self.mpi_comm.Split(color, key))
+
+    def _dup(self):
+        """A communicator of the same kind over ``mpi_comm.Dup()``: its
+        collectives never interleave with this one's (a helper thread's
+        own channel)."""
+        return self._derive(self.mpi_comm.Dup())
+
+    def _derive(self, sub):
         configs = {k: v for k, v in self._configs.items()
                    if k != 'batched_copy'}
         new = MpiCommunicator(sub, type(self._strategy)(sub), self.name,

@@ -142,11 +142,59 @@ def test_double_buffering_reduction_progresses_without_mpi_calls(mpi_comm):
     for p in model.params():
         p.grad = np.full_like(p.array, comm.rank + 1.0)
     opt.update()                         # starts the first reduction
-    _, waiter, flat = opt._pending
+    _, waiter, grads = opt._pending
     deadline = time.monotonic() + 30
     while waiter.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)                 # "compute": no MPI call here
     assert not waiter.is_alive()
     size = comm.size
-    np.testing.assert_allclose(flat, (size + 1) / 2.0, rtol=1e-6)
+    for grad in grads:
+        np.testing.assert_allclose(grad, (size + 1) / 2.0, rtol=1e-6)
     opt.wait()
+
+
+class _MixedParams(chainer.Link):
+    """float32 and float16 params of several shapes, and one whose grad
+    stays None."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.a = chainer.Parameter(np.zeros((3, 4), np.float32))
+            self.b = chainer.Parameter(np.zeros(5, np.float32))
+            self.h = chainer.Parameter(np.zeros((2, 2), np.float16))
+            self.unused = chainer.Parameter(np.ones(3, np.float32))
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+def test_double_buffering_with_grads_written_in_place(mpi_comm):
+    # A backward that accumulates into the existing grad arrays (or
+    # zerograds, or p.grad[...] = g) must never write into the arrays
+    # whose mean is still being computed: step t writes in place while
+    # the mean of step t - 1 is in flight, and the applied means stay
+    # exact. float16 grads and a grad that is None are reduced too.
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    model = _MixedParams()
+    opt = chainermn_lite.create_multi_node_optimizer(
+        chainer.optimizers.SGD(lr=1.0), comm, double_buffering=True)
+    opt.setup(model)
+    opt.update()                         # the broadcast step
+    steps = 5
+    for step in range(steps):
+        value = 10.0 * step + comm.rank + 1
+        for name in ('a', 'b', 'h'):
+            p = getattr(model, name)
+            if p.grad is None:
+                p.grad = np.zeros_like(p.array)
+            p.grad[...] = value          # in place, as an accumulation
+        opt.update()
+    opt.wait()
+    mean_rank_term = (comm.size + 1) / 2.0
+    # Updates at steps 1..steps-1 apply the means of steps 0..steps-2.
+    applied = sum(10.0 * s + mean_rank_term for s in range(steps - 1))
+    for name in ('a', 'b', 'h'):
+        p = getattr(model, name)
+        np.testing.assert_allclose(p.array, -applied, rtol=1e-3,
+                                   err_msg=name)
+        assert p.array.dtype == (np.float16 if name == 'h' else np.float32)
+    np.testing.assert_array_equal(model.unused.array, 1.0)
