@@ -41,10 +41,11 @@ class FrameChannel:
         self._send_words = self._send_frame.view(numpy.int64)
         self._recv_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
         self._recv_words = self._recv_frame.view(numpy.int64)
-        self._send_view = memoryview(self._send_frame)
         self._recv_view = memoryview(self._recv_frame)
         self._heads = {}        # (dtype char, shape) -> frame head bytes
         self._layouts = {}      # descriptor bytes -> (dtype, shape)
+        self._any_source = module.ANY_SOURCE
+        self._any_tag = module.ANY_TAG
 
     # -- sending ---------------------------------------------------------
     def send_arrays(self, arrays, is_tuple, dest, tag):
@@ -70,14 +71,10 @@ class FrameChannel:
                                dtype=numpy.int64).tobytes()
             if len(self._heads) < _CACHE_LIMIT:
                 self._heads[key] = head
-        end = len(head) + x.nbytes
-        if end > FRAME_BYTES:
+        if len(head) + x.nbytes > FRAME_BYTES:
             return False
-        view = self._send_view
-        view[:len(head)] = head
-        if x.nbytes:
-            view[len(head):end] = _bytes_of(x)
-        self._comm.Send(view[:end], dest=dest, tag=tag)
+        # bytes concatenation beats filling the frame by slices at this size
+        self._comm.Send(head + x.tobytes(), dest, tag)
         return True
 
     def send_object(self, obj, dest, tag):
@@ -122,11 +119,10 @@ class FrameChannel:
     # -- receiving -------------------------------------------------------
     def _recv_first_frame(self, source, tag, status):
         """Receive a message's first frame; its (source, tag)."""
-        module = self._module
-        wildcard = source == module.ANY_SOURCE or tag == module.ANY_TAG
+        wildcard = source == self._any_source or tag == self._any_tag
         if status is None and wildcard:
-            status = module.Status()
-        self._comm.Recv(self._recv_frame, source=source, tag=tag,
+            status = self._module.Status()
+        self._comm.Recv(self._recv_view, source=source, tag=tag,
                         status=status)
         if wildcard:
             source, tag = status.Get_source(), status.Get_tag()
@@ -199,10 +195,10 @@ class FrameChannel:
             if not shape or len(self._layouts) >= _CACHE_LIMIT:
                 return None
             layout = self._layouts[key] = (dtype, shape)
-        x = numpy.empty(layout[1], dtype=layout[0])
-        if nbytes:
-            _bytes_of(x)[:] = self._recv_view[end:end + nbytes]
-        return x
+        # A writable array over a fresh copy of the payload bytes: one
+        # copy, cheaper than numpy.empty plus a slice assignment.
+        return numpy.ndarray(layout[1], layout[0],
+                             bytearray(self._recv_view[end:end + nbytes]))
 
     def recv_object(self, source, tag, status=None):
         """Receive and unpickle what send_object sent."""
@@ -212,12 +208,3 @@ class FrameChannel:
         self._fill(data, mode, offset, source, tag)
         return pickle.loads(data)
 
-
-def _bytes_of(x):
-    """A writable byte view of the non-empty C-contiguous array ``x``
-    (memoryview is the cheapest; formats it cannot cast, e.g. complex,
-    take numpy's byte view)."""
-    try:
-        return x.data.cast('B')
-    except TypeError:
-        return codec.byte_view(x)
