@@ -112,8 +112,7 @@ class _DoubleBufferingOptimizer(_Wrapper):
             self._own('_buffers', [])
             self.communicator.bcast_data(target)
             return
-        params = [p for _, p in sorted(target.namedparams())
-                  if p.data is not None]
+        params = _host_params(target, self.communicator.rank)
         previous = self.wait()
         start = self._prepare(params)
         if previous is not None:
@@ -196,6 +195,23 @@ class _DoubleBufferingOptimizer(_Wrapper):
             # when these grads are long used: no copy while dtypes agree.
             p.grad = grad if grad.dtype == p.data.dtype else \
                 grad.astype(p.data.dtype)
+
+
+def _host_params(target, rank):
+    """The initialised params in name order; double buffering averages
+    host (NumPy) arrays only, anything else is refused by name."""
+    params = []
+    for name, p in sorted(target.namedparams()):
+        if p.data is None:
+            continue
+        if not isinstance(p.data, numpy.ndarray):
+            raise TypeError(
+                'double_buffering (rank {}): parameter {} is a {} array; '
+                "chainermn_lite's double buffering averages NumPy arrays "
+                'only (use double_buffering=False for device arrays)'
+                .format(rank, name, type(p.data).__module__.split('.')[0]))
+        params.append(p)
+    return params
 
 
 def _reducible_grad(param):

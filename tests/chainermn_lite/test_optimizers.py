@@ -198,3 +198,24 @@ def test_double_buffering_with_grads_written_in_place(mpi_comm):
                                    err_msg=name)
         assert p.array.dtype == (np.float16 if name == 'h' else np.float32)
     np.testing.assert_array_equal(model.unused.array, 1.0)
+
+
+def test_double_buffering_refuses_device_arrays_by_name():
+    # One process: the check runs before any communication. A CuPy array
+    # is stood in for by an object that is not a NumPy array.
+    from types import SimpleNamespace
+
+    from chainermn_lite import optimizers
+
+    class DeviceArray:
+        pass
+
+    class Target:
+        def namedparams(self):
+            return [('/l/W', SimpleNamespace(data=DeviceArray())),
+                    ('/l/b', SimpleNamespace(data=np.zeros(2)))]
+    with pytest.raises(TypeError) as info:
+        optimizers._host_params(Target(), rank=3)
+    text = str(info.value)
+    assert 'rank 3' in text and '/l/W' in text
+    assert 'double_buffering=False' in text
