@@ -7,6 +7,9 @@ ranks only, ChainerMN's ranks then reduce different buffers and freeze
 small Allreduce); if it differs, every rank raises the same error naming
 the parameter and the ranks, instead of hanging.
 """
+import functools
+import operator
+
 import numpy
 
 from chainermn_lite.communicators import _object_collectives
@@ -17,6 +20,7 @@ _FLOAT_KINDS = 'f'
 # Fixed odd weights make the fingerprint position-sensitive.
 _WEIGHT_A = 2654435761
 _WEIGHT_B = 40503
+_WORD = 1 << 62            # keeps every word inside int64
 
 
 class GradientMismatchError(ValueError):
@@ -29,18 +33,30 @@ def params_with_data(model):
             if p.data is not None]
 
 
+@functools.lru_cache(maxsize=32)
+def _weights(n):
+    """Two fixed position weights per parameter (Python ints: at the few
+    parameters of a small model, NumPy's per-call cost dominated)."""
+    index = range(1, n + 1)
+    return ([(i * _WEIGHT_A) % 1000003 for i in index],
+            [(i * _WEIGHT_B) % 999983 for i in index])
+
+
+def _dot(xs, ws):
+    return sum(map(operator.mul, xs, ws)) % _WORD
+
+
 def _fingerprint(entries):
     """int64 words summarising (present, size, dtype) of every parameter."""
     n = len(entries)
-    present = numpy.fromiter((e[0] for e in entries), numpy.int64, n)
-    sizes = numpy.fromiter((e[1] for e in entries), numpy.int64, n)
-    codes = numpy.fromiter((e[2] for e in entries), numpy.int64, n)
-    index = numpy.arange(1, n + 1, dtype=numpy.int64)
-    wa = (index * _WEIGHT_A) % 1000003
-    wb = (index * _WEIGHT_B) % 999983
+    if not n:
+        return numpy.zeros(6, dtype=numpy.int64)
+    present, sizes, codes = zip(*entries)
+    wa, wb = _weights(n)
     return numpy.array([
-        n, int(present @ wa), int(present @ wb), int((sizes * present) @ wa),
-        int(sizes @ wb), int(codes @ wa)], dtype=numpy.int64)
+        n, _dot(present, wa), _dot(present, wb),
+        _dot(map(operator.mul, sizes, present), wa), _dot(sizes, wb),
+        _dot(codes, wa)], dtype=numpy.int64)
 
 
 def _agree(mpi_comm, module, words):
