@@ -57,15 +57,16 @@ def raw_chunked_allreduce(buf):
 
 def raw_chunked_mean(buf):
     """The floor of a *mean* on top of raw_chunked_allreduce: each 4 MiB
-    piece also scaled by 1/size while in cache (the pass no mean avoids)."""
+    piece also scaled by 1/size just before its Allreduce (the pass no
+    mean avoids, where it is cheapest: see _strategies)."""
     step = CHUNK // buf.itemsize
     inv = buf.dtype.type(1.0 / WORLD.Get_size())
 
     def run():
         for s in range(0, buf.size, step):
             piece = buf[s:s + step]
-            WORLD.Allreduce(MPI.IN_PLACE, piece, op=MPI.SUM)
             np.multiply(piece, inv, out=piece)
+            WORLD.Allreduce(MPI.IN_PLACE, piece, op=MPI.SUM)
     return run
 
 

@@ -5,9 +5,15 @@ ranks, in place. They share one idea: grads are grouped into flat
 "work vectors" (big C-contiguous grads stand for themselves, small ones are
 packed into one persistent buffer per dtype, float16 travels as float32
 because MPI has no half type) and a strategy only says how one work vector
-is reduced. Vectors are reduced in ``CHUNK_BYTES`` pieces: each piece is
-scaled by 1/size while still in cache, and Open MPI reuses its temporary
-instead of page-faulting a fresh one for a huge message.
+is reduced. Each rank scales its own contribution by 1/size *before* the
+sum (packed grads while they are packed, big ones piece by piece just
+before their Allreduce): after a shared-memory Allreduce the result lies
+in the other core's cache, and scaling it there cost ~0.9 ms per 4 MiB
+against ~0.08 ms for data this rank has just read (ResNet-50 shapes,
+mpiexec -n 2: 1.78x the raw chunked Allreduce scaling after, 1.12x
+before). Vectors are reduced in ``CHUNK_BYTES`` pieces, so that Open MPI
+reuses its temporary instead of page-faulting a fresh one for a huge
+message.
 """
 import numpy
 
@@ -47,17 +53,17 @@ class _PackedStrategy:
     def mean(self, comm, grads):
         """Replace every array in ``grads`` by its mean over the ranks."""
         self.apply(comm, grads, self.reduce_vector,
-                   unpack_scale=1.0 / comm.size)
+                   pack_scale=1.0 / comm.size)
 
     def apply(self, comm, grads, vector_op, keep_dtype=False, pack=True,
-              unpack=True, unpack_scale=None):
+              unpack=True, pack_scale=None):
         """Run ``vector_op(comm, vec)`` on work vectors covering ``grads``
         and write the results back (float16 widened unless keep_dtype).
         A receive-only op (bcast at a non-root) passes ``pack=False``, a
         send-only one ``unpack=False``, to skip copies nobody reads.
-        With ``unpack_scale`` packed vectors are reduced with
-        ``vector_op(comm, vec, scale=False)`` and scaled while unpacked:
-        one pass over their bytes instead of two."""
+        With ``pack_scale`` packed grads are scaled as they are packed and
+        reduced with ``vector_op(comm, vec, scale=False)``; the op scales
+        the others itself (``scale=True``)."""
         wire_dtype = (lambda d: d) if keep_dtype else _wire_dtype
         direct, packed = [], {}
         for g in grads:
@@ -70,13 +76,10 @@ class _PackedStrategy:
         for dtype, group in packed.items():
             buf = self._buffer(dtype, sum(g.size for g in group))
             if pack:
-                offset = 0
-                for g in group:
-                    buf[offset:offset + g.size].reshape(g.shape)[...] = g
-                    offset += g.size
+                _pack(group, buf, pack_scale)
             buffers.append((buf, group))
         for buf, _ in buffers:
-            if unpack_scale is None:
+            if pack_scale is None:
                 vector_op(comm, buf)
             else:
                 vector_op(comm, buf, scale=False)
@@ -86,18 +89,26 @@ class _PackedStrategy:
             return
         for buf, group in buffers:
             offset = 0
-            factor = None if unpack_scale is None else \
-                buf.dtype.type(unpack_scale)
             for g in group:
-                part = buf[offset:offset + g.size].reshape(g.shape)
-                if factor is None:
-                    g[...] = part
-                else:
-                    numpy.multiply(part, factor, out=g)
+                g[...] = buf[offset:offset + g.size].reshape(g.shape)
                 offset += g.size
 
     def reduce_vector(self, comm, vec, scale=True):
         raise NotImplementedError
+
+
+def _pack(group, buf, scale):
+    """Copy the arrays of ``group`` one after another into ``buf``, times
+    ``scale`` unless it is None."""
+    factor = None if scale is None else buf.dtype.type(scale)
+    offset = 0
+    for g in group:
+        part = buf[offset:offset + g.size].reshape(g.shape)
+        if factor is None:
+            part[...] = g
+        else:
+            numpy.multiply(g, factor, out=part)
+        offset += g.size
 
 
 def _chunks(vec):
@@ -113,9 +124,9 @@ class Flat(_PackedStrategy):
         mpi_comm, module = comm.mpi_comm, comm._module
         inv = vec.dtype.type(1.0 / comm.size)
         for chunk in _chunks(vec):
-            mpi_comm.Allreduce(module.IN_PLACE, chunk, op=module.SUM)
             if scale:
                 numpy.multiply(chunk, inv, out=chunk)
+            mpi_comm.Allreduce(module.IN_PLACE, chunk, op=module.SUM)
 
 
 class NonCudaAware(Flat):
@@ -168,11 +179,11 @@ class Hierarchical(_PackedStrategy):
         is_leader = layout.intra_rank == 0
         inv = vec.dtype.type(1.0 / comm.size)
         for chunk in _chunks(vec):
+            if scale:
+                numpy.multiply(chunk, inv, out=chunk)
             if is_leader:
                 intra.Reduce(module.IN_PLACE, chunk, op=module.SUM, root=0)
                 leaders.Allreduce(module.IN_PLACE, chunk, op=module.SUM)
-                if scale:
-                    numpy.multiply(chunk, inv, out=chunk)
             else:
                 intra.Reduce(chunk, None, op=module.SUM, root=0)
             intra.Bcast(chunk, root=0)
