@@ -222,6 +222,9 @@ class Comm:
                 PROC_NULL, ANY_TAG, kind,
                 pickle.dumps(None) if kind == p2p.OBJECT else
                 buf.data[:0].copy(), buf and buf.datatype, record)
+            # Nothing was received: the status counts 0 bytes, even for
+            # an object receive (whose payload is a pickled None).
+            request.message.nbytes = 0
             return request
         with world.lock:
             world.raise_if_broken(s.world_rank)

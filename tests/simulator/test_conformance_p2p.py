@@ -373,3 +373,17 @@ def test_cancelled_receive_completes_as_cancelled(mpi_comm, MPI):
     request.Wait()
     assert not status.Is_cancelled()
     assert (got == left).all()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_object_receive_from_proc_null_counts_zero_bytes(mpi_comm, MPI):
+    # Found by simulator.fuzz: the simulator counted the pickled None.
+    status = MPI.Status()
+    assert mpi_comm.recv(source=MPI.PROC_NULL, status=status) is None
+    assert (status.Get_source(), status.Get_tag(), status.Get_count()) == \
+        (MPI.PROC_NULL, MPI.ANY_TAG, 0)
+    got = mpi_comm.sendrecv('x', MPI.PROC_NULL, source=MPI.PROC_NULL,
+                            status=status)
+    assert got is None and status.Get_count() == 0
+    assert mpi_comm.irecv(source=MPI.PROC_NULL).wait(status) is None
+    assert status.Get_count() == 0
