@@ -11,8 +11,8 @@ from simulator import collectives as coll
 from simulator import p2p
 from simulator.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                  CONGRUENT, ERR_COMM, ERR_RANK, ERR_ROOT,
-                                 ERR_TAG, IDENT, PROC_NULL, UNDEFINED,
-                                 UNEQUAL)
+                                 ERR_TAG, IDENT, PROC_NULL, SIMILAR,
+                                 UNDEFINED, UNEQUAL)
 from simulator.constants import Exception as MPIException
 from simulator.datatypes import parse
 from simulator.checks import Report
@@ -109,11 +109,14 @@ class Comm:
         return True
 
     def Compare(self, comm):  # noqa: N802
-        """IDENT (same handle), CONGRUENT (same group) or UNEQUAL."""
+        """IDENT (same handle), CONGRUENT (same group, same order),
+        SIMILAR (same members, another order) or UNEQUAL."""
         a, b = self._s, comm._s
         if a is b:
             return IDENT
-        return CONGRUENT if a.group == b.group else UNEQUAL
+        if a.group == b.group:
+            return CONGRUENT
+        return SIMILAR if sorted(a.group) == sorted(b.group) else UNEQUAL
 
     def __eq__(self, other):
         if not isinstance(other, Comm):

@@ -136,6 +136,26 @@ def test_dup_is_independent_and_free_nulls_it(mpi_comm, MPI):
     assert mpi_comm.allreduce(1) == size
 
 
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_compare_ident_congruent_similar_unequal(mpi_comm, MPI):
+    # Found by simulator.fuzz: same members in another order is SIMILAR.
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    assert mpi_comm.Compare(mpi_comm) == MPI.IDENT
+    dup = mpi_comm.Dup()
+    reversed_ = mpi_comm.Split(0, size - rank)
+    half = mpi_comm.Split(rank % 2, rank)
+    try:
+        assert mpi_comm.Compare(dup) == MPI.CONGRUENT
+        assert reversed_.Compare(mpi_comm) == (
+            MPI.SIMILAR if size > 1 else MPI.CONGRUENT)
+        assert half.Compare(mpi_comm) == (
+            MPI.UNEQUAL if size > 1 else MPI.CONGRUENT)
+    finally:
+        for comm in (dup, reversed_, half):
+            comm.Free()
+
+
 @pytest.mark.mpi(sizes=SIZES)
 def test_free_of_split_communicator(mpi_comm, MPI):
     sub = mpi_comm.Split(0, 0)
