@@ -100,8 +100,9 @@ OP_NAMES = {
     'PROD': Op('MPI_PROD', np.multiply, operator.mul),
     'MAX': Op('MPI_MAX', np.maximum, _maximum),
     'MIN': Op('MPI_MIN', np.minimum, _minimum),
-    'LAND': Op('MPI_LAND', np.logical_and, lambda x, y: x and y),
-    'LOR': Op('MPI_LOR', np.logical_or, lambda x, y: x or y),
+    # On objects mpi4py's logical operations return bools, not operands.
+    'LAND': Op('MPI_LAND', np.logical_and, lambda x, y: bool(x and y)),
+    'LOR': Op('MPI_LOR', np.logical_or, lambda x, y: bool(x or y)),
     'LXOR': Op('MPI_LXOR', np.logical_xor,
                lambda x, y: bool(x) != bool(y)),
     'BAND': Op('MPI_BAND', np.bitwise_and, operator.and_),

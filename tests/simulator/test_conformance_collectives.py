@@ -92,6 +92,27 @@ def test_object_allreduce_and_reduce_ops(mpi_comm, MPI):
         assert result == (size * (size - 1) if rank == root else None)
 
 
+@pytest.mark.mpi(sizes=SIZES)
+def test_object_logical_ops_return_bools(mpi_comm, MPI):
+    # Found by simulator.fuzz: mpi4py's LAND/LOR give True/False, never
+    # one of the operands (LAND(2, 3) is True, not 3).
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    assert MPI.LAND(2, 3) is True and MPI.LAND(0, 3) is False
+    assert MPI.LOR('a', []) is True and MPI.LOR(0, '') is False
+    if size == 1:
+        # One rank combines nothing: its object comes back unchanged.
+        assert mpi_comm.allreduce(rank + 2, op=MPI.LAND) == 2
+        return
+    assert mpi_comm.allreduce(rank + 2, op=MPI.LAND) is True
+    assert mpi_comm.allreduce([rank], op=MPI.LOR) is True
+    assert mpi_comm.allreduce(0, op=MPI.LOR) is False
+    prefix = mpi_comm.scan('x', op=MPI.LAND)
+    assert prefix == 'x' if rank == 0 else prefix is True
+    # Rank 0 contributes 0, so the conjunction is False.
+    result = mpi_comm.reduce(rank, op=MPI.LAND, root=0)
+    assert result is (False if rank == 0 else None)
+
+
 def _band_expected(size):
     value = 0b1111
     for r in range(size):
