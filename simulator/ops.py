@@ -18,13 +18,20 @@ class Op:
 
     __module__ = 'simulator.mpi'
 
-    def __init__(self, name, ufunc=None, pyfunc=None, commute=True):
+    def __init__(self, name, ufunc=None, pyfunc=None, commute=True,
+                 user=False):
         self.name = name
         self.ufunc = ufunc
         self.pyfunc = pyfunc
         self.commute = commute
+        self.user = user
 
     def __call__(self, x, y):
+        if self.user:
+            # mpi4py calls a user function with a third argument (the
+            # datatype, None for objects), so a two-argument function
+            # raises TypeError there, in object reductions too.
+            return self.pyfunc(x, y, None)
         return self.pyfunc(x, y)
 
     def Is_commutative(self):  # noqa: N802
@@ -42,7 +49,7 @@ class Op:
         datatype)`` the mpi4py way and must update ``inoutvec``.
         """
         return cls('user:{}'.format(getattr(function, '__name__', '?')),
-                   None, function, commute)
+                   None, function, commute, user=True)
 
     def combine_into(self, out, left, right):
         """``out = left op right`` elementwise (``out`` a third array)."""

@@ -92,6 +92,7 @@ def test_object_allreduce_and_reduce_ops(mpi_comm, MPI):
         assert result == (size * (size - 1) if rank == root else None)
 
 
+
 @pytest.mark.mpi(sizes=SIZES)
 def test_object_logical_ops_return_bools(mpi_comm, MPI):
     # Found by simulator.fuzz: mpi4py's LAND/LOR give True/False, never
@@ -111,6 +112,33 @@ def test_object_logical_ops_return_bools(mpi_comm, MPI):
     # Rank 0 contributes 0, so the conjunction is False.
     result = mpi_comm.reduce(rank, op=MPI.LAND, root=0)
     assert result is (False if rank == 0 else None)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_object_user_op_gets_three_arguments(mpi_comm, MPI):
+    # Found by simulator.fuzz: mpi4py calls a user function as
+    # fn(x, y, None) for objects, so a two-argument one raises TypeError.
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    seen = []
+
+    def concat(a, b, datatype):
+        seen.append(datatype)
+        return a + b
+    op = MPI.Op.Create(concat, commute=False)
+    try:
+        assert op('a', 'b') == 'ab'
+        assert mpi_comm.allreduce(str(rank), op=op) == ''.join(
+            str(r) for r in range(size))
+        assert mpi_comm.scan([rank], op=op) == list(range(rank + 1))
+        assert set(seen) == {None}
+    finally:
+        op.Free()
+    two = MPI.Op.Create(lambda a, b: a + b, commute=True)
+    try:
+        with pytest.raises(TypeError):
+            two(1, 2)
+    finally:
+        two.Free()
 
 
 def _band_expected(size):
