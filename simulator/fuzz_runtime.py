@@ -111,9 +111,11 @@ def data(op_id, rank, dtype, count, kind='any', salt=0):
         return values.astype(dt)
     if dt.kind == 'c':
         part = np.dtype('f{}'.format(dt.itemsize // 2))
-        return (data(op_id, rank, part, count, kind, salt + 1) +
-                1j * data(op_id, rank, part, count, kind, salt + 2)
-                ).astype(dt)
+        values = np.empty(count, dt)
+        # Set the parts directly: 1j * inf would make NaNs of its own.
+        values.real = data(op_id, rank, part, count, kind, salt + 1)
+        values.imag = data(op_id, rank, part, count, kind, salt + 2)
+        return values
     if kind == 'prod':
         values = rng.uniform(0.5, 2.0, count)
     else:
