@@ -83,8 +83,9 @@ class _DoubleBufferingOptimizer(_Wrapper):
     and binds them to the params as the grads to apply, so the arrays in
     flight are never the ones a backward (or ``zerograds``) writes into.
     Elsewhere (the simulator) the grads are packed, scaled by 1/size, into
-    one of two buffers and summed by an ``Iallreduce`` completed in the
-    final wait; the grads applied are views of that buffer, hence two.
+    one of two buffers and summed by an ``Iallreduce`` (the simulator
+    progresses a large one on its own thread); the grads applied are views
+    of that buffer, hence two.
     The first step after a broadcast only starts a reduction; gradients
     that are None are reduced as zeros.
     """

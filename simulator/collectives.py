@@ -75,11 +75,15 @@ def _difference(op_a, sig_a, op_b, sig_b):
                      if a.get(k) != b.get(k))
 
 
-def arrive(state, seq, op, signature, arg, record, combine=None):
+def arrive(state, seq, op, signature, arg, record, combine=None,
+           progress=None):
     """Leave this rank's contribution; return the slot.
 
     ``combine(args) -> result`` runs once, in the last arriving rank,
-    outside the world lock.
+    outside the world lock. ``progress(args)`` instead runs on a progress
+    thread started by the last arrival (a non-blocking collective that
+    moves its data while the ranks compute); the slot is ready when it
+    returns.
     """
     world = state.world
     key = (state.ctx, seq)
@@ -98,9 +102,16 @@ def arrive(state, seq, op, signature, arg, record, combine=None):
         slot.arrived += 1
         world.version += 1
         last = slot.arrived == slot.size
-        if last and combine is None:
+        if last and combine is None and progress is None:
             _mark_ready(world, slot, None)
-    if last and combine is not None:
+    if last and progress is not None:
+        def done(error):
+            if error is not None:
+                world.break_with(error)
+            else:
+                _mark_ready(world, slot, None)
+        world.start_progress(lambda: progress(slot.args), done)
+    elif last and combine is not None:
         result = combine(slot.args)
         with world.lock:
             _mark_ready(world, slot, result)

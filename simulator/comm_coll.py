@@ -34,12 +34,14 @@ _SHARED_REDUCTION = 1 << 15
 _CHUNK_BYTES = 256 * 1024
 
 
-def _start(comm, op, signature, arg, combine=None, detail=None):
+def _start(comm, op, signature, arg, combine=None, detail=None,
+           progress=None):
     s = comm._s
     seq = s.next_seq()
     record = CallRecord(op, s.world_rank, None, None, s.name, seq, detail,
                         raw=capture(3))
-    slot = coll.arrive(s, seq, op, signature, arg, record, combine)
+    slot = coll.arrive(s, seq, op, signature, arg, record, combine,
+                       progress)
     return s, slot, record
 
 
@@ -486,22 +488,34 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
             out[...] = slot.result
         return sig, source, finish, combine, False
 
-    def finish_shared(st, slot):
-        # Rank i reduces slice i and writes it into every rank's result:
-        # nobody else reads slice i, so in-place buffers are safe. Chunks
-        # small enough for the cache make it one pass over memory.
-        args = [a[0] for a in slot.args]
-        outs = [a[1] for a in slot.args]
-        n = args[0].size
-        lo, hi = n * st.rank // size, n * (st.rank + 1) // size
-        mine = outs[st.rank]
+    def reduce_range(slot_args, reducer, lo, hi):
+        # ``reducer`` reduces [lo, hi) and writes it into every rank's
+        # result: nobody else reads that range, so in-place buffers are
+        # safe. Chunks small enough for the cache make it one pass over
+        # memory.
+        args = [a[0] for a in slot_args]
+        outs = [a[1] for a in slot_args]
+        mine = outs[reducer]
         step = max(1, _CHUNK_BYTES // args[0].itemsize)
         for a in range(lo, hi, step):
             b = min(hi, a + step)
             order.reduce_plan_into(plan, op, args, mine[a:b], a, b)
             for r in range(size):
-                if r != st.rank:
+                if r != reducer:
                     outs[r][a:b] = mine[a:b]
+
+    if op_name == 'Iallreduce':
+        # The whole reduction on a progress thread started by the last
+        # arrival: the ranks compute meanwhile, and Wait only waits.
+        def progress(slot_args):
+            reduce_range(slot_args, 0, 0, slot_args[0][0].size)
+        return sig, (source, out), None, progress, False
+
+    def finish_shared(st, slot):
+        # Rank i reduces slice i, all ranks at once.
+        n = source.size
+        reduce_range(slot.args, st.rank, n * st.rank // size,
+                     n * (st.rank + 1) // size)
     return sig, (source, out), finish_shared, None, True
 
 
@@ -516,6 +530,10 @@ def Iallreduce(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
     """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
     sig, arg, finish, combine, shared = _allreduce_parts(
         self, 'Iallreduce', sendbuf, recvbuf, op)
+    if finish is None:      # "combine" is the progress-thread reduction
+        s, slot, record = _start(self, 'Iallreduce', sig, arg,
+                                 progress=combine)
+        return _CollectiveRequest(s, slot, record)
     s, slot, record = _start(self, 'Iallreduce', sig, arg, combine)
     return _CollectiveRequest(s, slot, record, finish, stay=shared)
 

@@ -158,6 +158,9 @@ class World:
         self.delivered = {}
         self.contexts = []
         self.start_time = time.perf_counter()
+        # Non-blocking collectives whose data moves on a progress thread:
+        # while any runs, blocked ranks are waiting for it, not deadlocked.
+        self.background = 0
 
     # -- blocking protocol (all with self.lock held) --------------------
     def block(self, rank, ready, record, hopeless=None):
@@ -214,7 +217,7 @@ class World:
         """
         now = time.monotonic()
         state = self.polling.get(rank)
-        if state is None or state[0] != self.version:
+        if state is None or state[0] != self.version or self.background:
             self.polling[rank] = (self.version, now, record)
             return
         if now - state[1] < POLL_GRACE or self.failure is not None:
@@ -257,6 +260,8 @@ class World:
     def _deadlock_check(self, certain=False):
         """All live ranks blocked (or one waits on a finished rank):
         confirm nothing can run, then break the world."""
+        if self.background and not certain:
+            return None             # a progress thread will wake someone
         for rank in range(self.size if not certain else 0):
             ready = self._ready[rank]
             if ready is not None and ready():
@@ -268,6 +273,29 @@ class World:
             'pending operation can complete'), report=report)
         self.break_with(error)
         return self.failure.exception_for(None)
+
+    def start_progress(self, work, done):
+        """Run ``work()`` on a progress thread (it makes no simulator call
+        and never blocks on ranks), then ``done(error)`` with the lock
+        held; ranks it unblocks must be woken by ``done``."""
+        with self.lock:
+            self.background += 1
+
+        def main():
+            error = None
+            try:
+                work()
+            except BaseException as e:  # noqa: B902 -- handed to done()
+                error = e
+            with self.lock:
+                self.background -= 1
+                done(error)
+                self.version += 1
+                if self.live and self._blocked == self.live \
+                        and self.failure is None:
+                    self._deadlock_check()
+        threading.Thread(target=main, daemon=True,
+                         name='simulator-progress').start()
 
     # -- failure ----------------------------------------------------------
     def break_with(self, error):

@@ -275,3 +275,40 @@ def test_ibcast_and_iallreduce_complete_by_test_loop(mpi_comm, MPI):
     while not MPI.Request.Testall(requests):
         pass
     assert (out == size * (size + 1) / 2).all()
+
+
+@pytest.mark.simulator_only('progress without MPI calls is the simulator\'s '
+                            'choice; Open MPI advances a non-blocking '
+                            'collective only inside MPI calls')
+def test_big_iallreduce_progresses_while_ranks_compute():
+    # A large Iallreduce moves its data on a progress thread once every
+    # rank has joined: the result is there although no rank calls MPI.
+    n = 1 << 18
+
+    def body(comm):
+        rank, size = comm.Get_rank(), comm.Get_size()
+        data = np.full(n, rank + 1.0)
+        request = comm.Iallreduce(MPI.IN_PLACE, data, op=MPI.SUM)
+        total = size * (size + 1) / 2
+        deadline = time.monotonic() + 30
+        while data[-1] != total and time.monotonic() < deadline:
+            time.sleep(0.001)       # "compute": no MPI call
+        before_wait = bool((data == total).all())
+        request.Wait()
+        return before_wait
+    assert simulator.run(body, 3) == [True, True, True]
+
+
+@pytest.mark.simulator_only(UNSAFE)
+def test_deadlock_behind_a_progress_thread_is_still_reported():
+    # Rank 1 waits for a message nobody sends while the others' big
+    # Iallreduce completes in the background: reported, not hung.
+    def body(comm):
+        data = np.ones(1 << 17)
+        request = comm.Iallreduce(MPI.IN_PLACE, data, op=MPI.SUM)
+        if comm.Get_rank() == 1:
+            comm.recv(source=0, tag=5)
+        request.Wait()
+    with pytest.raises(DeadlockError) as info:
+        simulator.run(body, 2, timeout=60)
+    assert 'recv' in str(info.value)
