@@ -29,15 +29,19 @@ class CommState:
     """One rank's view of a communicator (never shared between ranks)."""
 
     __slots__ = ('world', 'ctx', 'group', 'rank', 'name', 'seq', 'freed',
-                 'world_rank')
+                 'world_rank', 'title')
 
-    def __init__(self, world, ctx, group, rank, name):
+    def __init__(self, world, ctx, group, rank, name, title=None):
         self.world = world
         self.ctx = ctx
         self.group = group
         self.rank = rank
         self.world_rank = group[rank]
+        # ``name`` tells people which communicator a report is about;
+        # ``title`` is what Get_name returns: like Open MPI, '' for a
+        # communicator made by Split or Dup until Set_name names it.
         self.name = name
+        self.title = name if title is None else title
         self.seq = 0
         self.freed = False
 
@@ -82,12 +86,13 @@ class Comm:
     size = property(Get_size)
 
     def Get_name(self):  # noqa: N802
-        """The communicator's name (``MPI_COMM_WORLD``...)."""
-        return self._s.name
+        """The communicator's name (``MPI_COMM_WORLD``...; '' for one
+        made by Split or Dup and never named, as in Open MPI)."""
+        return self._s.title
 
     def Set_name(self, name):  # noqa: N802
         """Rename the communicator (this rank's handle)."""
-        self._s.name = str(name)
+        self._s.name = self._s.title = str(name)
 
     name = property(Get_name, Set_name)
 
@@ -419,7 +424,7 @@ class Comm:
         c, world_ranks, new_rank = placement
         return self._new(CommState(
             s.world, (s.ctx, seq, c), world_ranks, new_rank,
-            '{}.{}#{}(color={})'.format(s.name, op, seq, c)))
+            '{}.{}#{}(color={})'.format(s.name, op, seq, c), title=''))
 
     def Split(self, color=0, key=0):  # noqa: N802
         """New communicators by color, ordered by (key, old rank)."""
@@ -449,7 +454,8 @@ class Comm:
         coll.leave(s, slot)
         return self._new(CommState(s.world, (s.ctx, seq, 'dup'),
                                    s.group, s.rank,
-                                   '{}.Dup#{}'.format(s.name, seq)))
+                                   '{}.Dup#{}'.format(s.name, seq),
+                                   title=''))
 
     Clone = Dup
 

@@ -193,6 +193,25 @@ def test_names_of_world_and_self(mpi_comm, MPI):
 
 
 @pytest.mark.mpi(sizes=SIZES)
+def test_split_and_dup_are_unnamed_until_set_name(mpi_comm, MPI):
+    # Found by simulator.fuzz: Open MPI names them '', the simulator
+    # returned its own labels ('MPI_COMM_WORLD.Dup#3').
+    dup = mpi_comm.Dup()
+    sub = mpi_comm.Split(0, 0)
+    clone = MPI.COMM_SELF.Clone()
+    try:
+        assert (dup.Get_name(), sub.Get_name(), clone.Get_name()) == \
+            ('', '', '')
+        assert dup.Dup().Get_name() == ''
+        sub.Set_name('mine')
+        assert sub.Get_name() == sub.name == 'mine'
+        assert sub.Dup().Get_name() == ''
+    finally:
+        for comm in (dup, sub, clone):
+            comm.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
 def test_wtime_is_monotonic_seconds(mpi_comm, MPI):
     first = MPI.Wtime()
     mpi_comm.Barrier()
