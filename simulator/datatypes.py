@@ -105,29 +105,38 @@ DATATYPE_NAMES['BOOL'] = DATATYPE_NAMES['C_BOOL']
 DATATYPE_NAMES['FLOAT16'] = DATATYPE_NAMES['SHORT_FLOAT']
 DATATYPE_NULL = Datatype('MPI_DATATYPE_NULL', None)
 
-# The datatype an array of a given dtype is sent as, when none is named
-# (mpi4py picks by the buffer's format code the same way).
-_BY_DTYPE = {}
-for _attr in ('C_BOOL', 'INT8_T', 'INT16_T', 'INT32_T', 'INT64_T',
-              'UINT8_T', 'UINT16_T', 'UINT32_T', 'UINT64_T', 'SHORT_FLOAT',
-              'FLOAT', 'DOUBLE', 'LONG_DOUBLE', 'C_FLOAT_COMPLEX',
-              'C_DOUBLE_COMPLEX', 'C_LONG_DOUBLE_COMPLEX'):
-    _BY_DTYPE.setdefault(DATATYPE_NAMES[_attr].dtype, DATATYPE_NAMES[_attr])
+# MPI_C_FLOAT_COMPLEX is MPI_C_COMPLEX under another name in Open MPI
+# (one handle, named MPI_C_COMPLEX).
+DATATYPE_NAMES['C_FLOAT_COMPLEX'] = DATATYPE_NAMES['C_COMPLEX']
+
+# The datatype an array is sent as when none is named: mpi4py picks it by
+# the buffer's format character (int32 'i' is MPI_INT, int64 'l' MPI_LONG
+# but 'q' MPI_LONG_LONG_INT...). Picking the same one matters: the name
+# shows in Get_name, and a reduction whose send and receive buffers name
+# different datatypes is an error in mpi4py.
+_BY_CHAR = {code: DATATYPE_NAMES[attr] for code, attr in (
+    ('?', 'C_BOOL'), ('b', 'SIGNED_CHAR'), ('B', 'UNSIGNED_CHAR'),
+    ('h', 'SHORT'), ('H', 'UNSIGNED_SHORT'), ('i', 'INT'),
+    ('I', 'UNSIGNED'), ('l', 'LONG'), ('L', 'UNSIGNED_LONG'),
+    ('q', 'LONG_LONG'), ('Q', 'UNSIGNED_LONG_LONG'), ('e', 'SHORT_FLOAT'),
+    ('f', 'FLOAT'), ('d', 'DOUBLE'), ('g', 'LONG_DOUBLE'),
+    ('F', 'C_COMPLEX'), ('D', 'C_DOUBLE_COMPLEX'),
+    ('G', 'C_LONG_DOUBLE_COMPLEX'))}
 
 
 def from_dtype(dtype):
     """The MPI datatype for a NumPy dtype (``MPI._typedict`` lookup)."""
-    found = _BY_DTYPE.get(dtype)
+    found = _BY_CHAR.get(getattr(dtype, 'char', None))
     if found is not None:
         return found
     dtype = np.dtype(dtype)
-    try:
-        return _BY_DTYPE[dtype.newbyteorder('=')]
-    except KeyError:
-        if dtype.kind in 'SUV' or dtype.hasobject:
-            raise TypeError('cannot send arrays of dtype {!r} as an MPI '
-                            'buffer'.format(dtype)) from None
-        return Datatype('MPI_BYTE[{}]'.format(dtype.str), dtype)
+    found = _BY_CHAR.get(dtype.char)
+    if found is not None:
+        return found
+    if dtype.kind in 'SUV' or dtype.hasobject:
+        raise TypeError('cannot send arrays of dtype {!r} as an MPI '
+                        'buffer'.format(dtype))
+    return Datatype('MPI_BYTE[{}]'.format(dtype.str), dtype)
 
 
 class Buffer:

@@ -155,3 +155,36 @@ def test_in_place_reduce_scatter_block_free_forms(mpi_comm, MPI):
     mpi_comm.Reduce_scatter_block(MPI.IN_PLACE, buf, op=MPI.SUM)
     whole = sum(np.arange(2 * size) + r for r in range(size))
     np.testing.assert_array_equal(buf[:2], whole[2 * rank:2 * rank + 2])
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_default_datatypes_are_mpi4py_typecode_types(mpi_comm, MPI):
+    # Found by simulator.fuzz: the simulator sent int32 as MPI_INT32_T
+    # where mpi4py picks MPI_INT by the typecode (and so on).
+    names = {'?': 'MPI_C_BOOL', 'b': 'MPI_SIGNED_CHAR',
+             'B': 'MPI_UNSIGNED_CHAR', 'h': 'MPI_SHORT',
+             'H': 'MPI_UNSIGNED_SHORT', 'i': 'MPI_INT', 'I': 'MPI_UNSIGNED',
+             'l': 'MPI_LONG', 'L': 'MPI_UNSIGNED_LONG',
+             'q': 'MPI_LONG_LONG_INT', 'Q': 'MPI_UNSIGNED_LONG_LONG',
+             'f': 'MPI_FLOAT', 'd': 'MPI_DOUBLE', 'F': 'MPI_C_COMPLEX',
+             'D': 'MPI_C_DOUBLE_COMPLEX'}
+    for code, name in names.items():
+        assert MPI._typedict[code].Get_name() == name
+    assert MPI.C_FLOAT_COMPLEX.Get_name() == 'MPI_C_COMPLEX'
+    # The default type of an int32 array is MPI.INT, so naming it on the
+    # other side of a reduction is fine ...
+    out = np.zeros(3, 'int32')
+    mpi_comm.Allreduce(np.ones(3, 'int32'), [out, MPI.INT], op=MPI.SUM)
+    assert out.tolist() == [mpi_comm.Get_size()] * 3
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_reduction_buffers_must_name_one_datatype(mpi_comm, MPI):
+    # ... while MPI_INT32_T is another datatype: mpi4py raises before
+    # communicating (on every rank, so no rank is left waiting).
+    send, out = np.ones(3, 'int32'), np.zeros(3, 'int32')
+    with pytest.raises(ValueError, match='mismatch in send and receive'):
+        mpi_comm.Allreduce(send, [out, MPI.INT32_T], op=MPI.SUM)
+    out[:] = 7
+    mpi_comm.Allreduce([send, MPI.INT32_T], [out, MPI.INT32_T], op=MPI.SUM)
+    assert out.tolist() == [mpi_comm.Get_size()] * 3
