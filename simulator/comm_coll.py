@@ -605,6 +605,10 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
         block = (source.size // size) if in_place else recv.count
         counts = [block] * size
     counts = [int(c) for c in counts]
+    if not uniform and not in_place and recv.count != counts[s.rank]:
+        # mpi4py checks this before communicating, on every rank.
+        raise ValueError('mismatch in receive count {} and counts[{}] '
+                         '{}'.format(recv.count, s.rank, counts[s.rank]))
     displs = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
     total = displs[-1]
     lo, hi = displs[s.rank], displs[s.rank + 1]

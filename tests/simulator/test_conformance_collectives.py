@@ -419,6 +419,22 @@ def test_reduce_scatter_block(mpi_comm, MPI):
 
 
 @pytest.mark.mpi(sizes=SIZES)
+def test_reduce_scatter_receive_buffer_must_hold_exactly_its_count(
+        mpi_comm, MPI):
+    # Found by simulator.fuzz: mpi4py raises ValueError before
+    # communicating when the receive buffer is longer than counts[rank].
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    counts = [r + 1 for r in range(size)]
+    send = np.ones(sum(counts))
+    with pytest.raises(ValueError, match='mismatch in receive count'):
+        mpi_comm.Reduce_scatter(send, np.zeros(counts[rank] + 2), counts,
+                                op=MPI.SUM)
+    mine = np.zeros(counts[rank])
+    mpi_comm.Reduce_scatter(send, mine, counts, op=MPI.SUM)
+    assert mine.tolist() == [float(size)] * counts[rank]
+
+
+@pytest.mark.mpi(sizes=SIZES)
 def test_collectives_are_ordered_per_communicator(mpi_comm, MPI):
     rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
     dup = mpi_comm.Dup()
