@@ -109,9 +109,14 @@ def run_simulator(path, size, logdir, timeout=60):
 
 
 def run_mpiexec(path, size, logdir, timeout=60):
-    """``mpiexec -n size python path logdir``."""
-    return _execute('mpiexec', ['mpiexec', '-n', str(size), sys.executable,
-                                path], logdir, size, timeout)
+    """``mpiexec -n size python path logdir``; once more when the launch
+    itself failed (no rank recorded anything: an overloaded machine
+    sometimes fails to start Open MPI's PMIx server)."""
+    command = ['mpiexec', '-n', str(size), sys.executable, path]
+    run = _execute('mpiexec', command, logdir, size, timeout)
+    if not run.ok and not any(run.logs.values()):
+        run = _execute('mpiexec', command, logdir, size, timeout)
+    return run
 
 
 @contextlib.contextmanager

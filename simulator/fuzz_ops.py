@@ -116,6 +116,7 @@ def op_split(b):
         '    rec({}, "rank/size", ({v}.Get_rank(), {v}.Get_size()))'.format(
             b.op_id, v=var),
         '    rec({}, "compare-parent", c.Compare({}))'.format(b.op_id, var),
+        '    rec({}, "name", {}.Get_name())'.format(b.op_id, var),
     ])
     for color in sorted(set(colors) - {UNDEFINED}):
         members = sorted((keys[i], i) for i in range(parent.size)
@@ -135,7 +136,7 @@ def op_dup(b):
         'rec({}, "rank/size", ({v}.Get_rank(), {v}.Get_size()))'.format(
             b.op_id, v=var),
         'rec({}, "compare", ({v}.Compare(c), c.Compare({v}), '
-        '{v}.Compare({v})))'.format(b.op_id, v=var),
+        '{v}.Compare({v}), {v}.Get_name()))'.format(b.op_id, v=var),
     ])
     b.entities.append(Entity(var, parent.members))
 
@@ -177,7 +178,22 @@ def op_comm_info(b):
     entity = b.pick_entity()
     b.on_entity(entity, 'info', [
         'rec({}, "info", (r, c.Get_size(), c.Is_inter(), c.Is_intra(), '
-        'c.Compare(c0)))'.format(b.op_id),
+        'c.Compare(c0), c.Get_name()))'.format(b.op_id),
+    ])
+
+
+def op_datatype_info(b):
+    """Names and sizes of the datatypes mpi4py picks by typecode."""
+    rng = b.rng
+    codes = ''.join(rng.sample('?bBhHiIlLqQefdFD', 4))
+    named = rng.sample(sorted({n for v in NAMED_TYPES.values() for n in v}),
+                       3)
+    b.emit('datatypes {} {}'.format(codes, named), None, [
+        'rec({}, "typedict", [(MPI._typedict[ch].Get_name(), '
+        'MPI._typedict[ch].Get_size()) for ch in {!r}])'.format(
+            b.op_id, codes),
+        'rec({}, "named", [(t.Get_name(), t.Get_size()) for t in '
+        '[{}]])'.format(b.op_id, ', '.join('MPI.' + n for n in named)),
     ])
 
 
@@ -188,7 +204,8 @@ def random_op(b):
     comm_ops = [(op_split, 3 if live < 12 else 0),
                 (op_dup, 2 if live < 12 else 0),
                 (op_split_type, 1 if live < 12 else 0),
-                (op_free, 2 if live > 8 else 1), (op_comm_info, 1)]
+                (op_free, 2 if live > 8 else 1), (op_comm_info, 1),
+                (op_datatype_info, 0.3)]
     table = (comm_ops + [(f, 3) for f in fuzz_coll.OPS] +
              [(f, 2) for f in fuzz_obj.OPS] +
              [(f, 4) for f in fuzz_p2p.OPS])
