@@ -477,9 +477,10 @@ def NullComm():  # noqa: N802 -- mirrors the COMM_NULL constant
 
 
 def _install_collectives():
-    from simulator import comm_coll
-    for name in comm_coll.__all__:
-        setattr(Comm, name, getattr(comm_coll, name))
+    from simulator import comm_coll, comm_scan
+    for module in (comm_coll, comm_scan):
+        for name in module.__all__:
+            setattr(Comm, name, getattr(module, name))
 
 
 _install_collectives()

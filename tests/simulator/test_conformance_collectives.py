@@ -434,6 +434,48 @@ def test_reduce_scatter_receive_buffer_must_hold_exactly_its_count(
     assert mine.tolist() == [float(size)] * counts[rank]
 
 
+def _chain(blocks, combine):
+    """((b0 op b1) op b2) ...: the order Open MPI's linear scan uses."""
+    out = blocks[0]
+    for block in blocks[1:]:
+        out = combine(out, block)
+    return out
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_buffer_scan_and_exscan_combine_left_to_right(mpi_comm, MPI):
+    # The simulator lacked buffer Scan/Exscan (mpi4py has them).
+    rank = mpi_comm.Get_rank()
+
+    def block(r):
+        rs = np.random.RandomState(r)
+        return (rs.standard_normal(50) * 10.0 ** rs.randint(-3, 4, 50)
+                ).astype(np.float32)
+    out = np.zeros(50, np.float32)
+    mpi_comm.Scan(block(rank), out, op=MPI.SUM)
+    want = _chain([block(r) for r in range(rank + 1)], np.add)
+    assert out.tobytes() == want.tobytes()
+    inout = block(rank)
+    mpi_comm.Scan(MPI.IN_PLACE, inout, op=MPI.SUM)
+    assert inout.tobytes() == want.tobytes()
+    ex = np.full(50, 7, np.float32)
+    mpi_comm.Exscan(block(rank), ex, op=MPI.SUM)
+    if rank == 0:
+        assert (ex == 7).all()      # rank 0's buffer is left alone
+    else:
+        want = _chain([block(r) for r in range(rank)], np.add)
+        assert ex.tobytes() == want.tobytes()
+    ints = np.array([rank + 1, 2 * rank], dtype=np.int64)
+    got = np.zeros(2, np.int64)
+    mpi_comm.Scan(ints, got, op=MPI.MAX)
+    assert got.tolist() == [rank + 1, 2 * rank]
+    mpi_comm.Exscan(MPI.IN_PLACE, ints, op=MPI.PROD)
+    if rank > 0:
+        assert ints.tolist() == [
+            int(np.prod(np.arange(1, rank + 1))),
+            int(np.prod([2 * r for r in range(rank)]))]
+
+
 @pytest.mark.mpi(sizes=SIZES)
 def test_collectives_are_ordered_per_communicator(mpi_comm, MPI):
     rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
