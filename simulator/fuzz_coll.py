@@ -289,6 +289,29 @@ def op_reduce_scatter(b):
         op, in_place), lines)
 
 
+def op_scan(b):
+    """Scan or Exscan of buffers, maybe IN_PLACE on every rank."""
+    rng, k = b.rng, b.op_id
+    e = b.pick_entity()
+    dt, op, kind = pick_reduction(rng)
+    t = pick_type(rng, dt)
+    n = pick_count(rng)
+    call = rng.choice(('Scan', 'Exscan'))
+    in_place = rng.random() < 0.3
+    lines = ['s = data({}, r, {!r}, {}, {!r})'.format(k, dt, n, kind),
+             'out = fill({!r}, {})'.format(dt, n)]
+    if in_place:
+        lines += ['out[:] = s', 'c.{}(MPI.IN_PLACE, {}, op=MPI.{})'.format(
+            call, spec(rng, 'out', dt, mpi_type=t), op)]
+    else:
+        lines.append('c.{}({}, {}, op=MPI.{})'.format(
+            call, spec(rng, 's', dt, mpi_type=t),
+            spec(rng, 'out', dt, mpi_type=t), op))
+    lines.append('rec({}, "out", out)'.format(k))
+    b.on_entity(e, '{} {} x{} {} in_place={}'.format(
+        call, dt, n, op, in_place), lines)
+
+
 def op_barrier(b):
     """Barrier or Ibarrier."""
     e = b.pick_entity()
@@ -298,4 +321,4 @@ def op_barrier(b):
 
 
 OPS = (op_bcast, op_reduce, op_allreduce, op_gather, op_scatter,
-       op_allgather, op_alltoall, op_reduce_scatter, op_barrier)
+       op_allgather, op_alltoall, op_reduce_scatter, op_scan, op_barrier)
