@@ -115,21 +115,26 @@ def op_allreduce(b):
         call, dt, n, op, in_place), lines)
 
 
+def _rooted_layout(rng, e, name, dt):
+    """(vector?, counts, displs, total, buffer spec) of the root's buffer
+    in a Gather(v)/Scatter(v): gapped or packed blocks of random counts
+    half of the time, else equal blocks."""
+    if rng.random() < 0.5:
+        counts = [pick_count(rng, big=False) for _ in e.members]
+        displs, total, packed = _packed_or_gapped(rng, counts)
+        return True, counts, displs, total, _vector_spec(
+            rng, name, counts, displs, dt, packed)
+    n = pick_count(rng)
+    return (False, [n] * e.size, [i * n for i in range(e.size)],
+            n * e.size, spec(rng, name, dt))
+
+
 def op_gather(b):
     """Gather or Gatherv (gapped, shuffled blocks), maybe IN_PLACE."""
     rng, k = b.rng, b.op_id
     e = b.pick_entity()
     dt, root = rng.choice(DTYPES), rng.randrange(e.size)
-    vector = rng.random() < 0.5
-    if vector:
-        counts = [pick_count(rng, big=False) for _ in e.members]
-        displs, total, packed = _packed_or_gapped(rng, counts)
-        recv = _vector_spec(rng, 'rb', counts, displs, dt, packed)
-    else:
-        n = pick_count(rng)
-        counts, displs = [n] * e.size, [i * n for i in range(e.size)]
-        total = n * e.size
-        recv = spec(rng, 'rb', dt)
+    vector, counts, displs, total, recv = _rooted_layout(rng, e, 'rb', dt)
     in_place = rng.random() < 0.3
     call = 'Gatherv' if vector else 'Gather'
     lines = ['s = data({}, r, {!r}, {})'.format(k, dt, per_rank(counts)),
@@ -155,15 +160,7 @@ def op_scatter(b):
     rng, k = b.rng, b.op_id
     e = b.pick_entity()
     dt, root = rng.choice(DTYPES), rng.randrange(e.size)
-    vector = rng.random() < 0.5
-    if vector:
-        counts = [pick_count(rng, big=False) for _ in e.members]
-        displs, total, packed = _packed_or_gapped(rng, counts)
-        send = _vector_spec(rng, 'sb', counts, displs, dt, packed)
-    else:
-        n = pick_count(rng)
-        counts, total = [n] * e.size, n * e.size
-        send = spec(rng, 'sb', dt)
+    vector, counts, displs, total, send = _rooted_layout(rng, e, 'sb', dt)
     in_place = rng.random() < 0.3
     call = 'Scatterv' if vector else 'Scatter'
     lines = ['sb = data({}, r, {!r}, {})'.format(k, dt, total),
