@@ -47,7 +47,9 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
                              .format(rank_master))
         self.check = batch_check.check_enabled(communicator, check)
         self._step = 0
-        self._state = dict.fromkeys(_STATE_KEYS)
+        # Not ``_state``: on the master that reads through to the actual
+        # iterator's IteratorState, as in ChainerMN.
+        self._shared_state = dict.fromkeys(_STATE_KEYS)
         self._share_state({})
         # ChainerMN's ``_order``: on the master the actual iterator's
         # current order; elsewhere the order received at construction,
@@ -71,7 +73,7 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
             message = (self._master_state(), extra)
         state, extra = self.communicator.bcast_obj(message,
                                                    root=self.rank_master)
-        self._state = state
+        self._shared_state = state
         return extra
 
     def __next__(self):
@@ -87,7 +89,7 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
             message = (self._master_state(), (stop, batch))
         state, (stop, batch) = self.communicator.bcast_obj(
             message, root=self.rank_master)
-        self._state = state
+        self._shared_state = state
         if stop:
             raise StopIteration
         self._step += 1
@@ -99,7 +101,7 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
     next = __next__
 
     def __getattr__(self, name):
-        state = self.__dict__.get('_state')
+        state = self.__dict__.get('_shared_state')
         if state is not None and name in state:
             return state[name]
         actual = self.__dict__.get('actual_iterator')

@@ -77,6 +77,10 @@ def test_order_reads_as_in_chainermn(mpi_comm):
     chainer.serializers.NpzDeserializer(saved).load(it)
     expected = np.roll(order, 1) if comm.rank == 0 else order
     assert it._order.tolist() == expected.tolist()
+    if comm.rank == 0:
+        # Other attributes read through to the actual iterator, _state too.
+        assert it._state.order.tolist() == expected.tolist()
+        assert it._state is actual._state
     unshuffled = iterators.create_multi_node_iterator(
         chainer.iterators.SerialIterator(list(range(4)), 2, shuffle=False)
         if comm.rank == 0 else None, comm)
