@@ -33,8 +33,12 @@ def timed_together(fns, reps, warmup=2):
     (a, b, c, a, b, c, ...) so that a shared machine's changing load hits
     every variant alike and their ratios stay meaningful."""
     samples = [[] for _ in fns]
+    turns = list(zip(fns, samples))
     for rep in range(warmup + reps):
-        for fn, got in zip(fns, samples):
+        # Each repetition starts one variant later: whichever runs right
+        # after another (and finds the cache full of its data) changes.
+        shift = rep % len(turns)
+        for fn, got in turns[shift:] + turns[:shift]:
             WORLD.Barrier()
             t0 = time.perf_counter()
             fn()
