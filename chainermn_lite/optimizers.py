@@ -11,6 +11,7 @@ import threading
 import numpy
 
 from chainermn_lite import _mpi
+from chainermn_lite.communicators import _strategies
 
 __all__ = ['create_multi_node_optimizer']
 
@@ -152,8 +153,8 @@ class _DoubleBufferingOptimizer(_Wrapper):
                 return grads
             return start
         flat = self._buffer(params)
-        _pack([(p.grad, p.data.size) for p in params],
-              1.0 / self.communicator.size, flat)
+        _strategies.pack_into([_grad_or_zeros(p) for p in params], flat,
+                              1.0 / self.communicator.size)
 
         def start():
             request = comm.Iallreduce(module.IN_PLACE, flat, op=module.SUM)
@@ -249,18 +250,10 @@ def _split(flat, params):
     return views
 
 
-def _pack(grads, scale, flat):
-    """Copy each (grad, size) of ``grads`` times ``scale`` into ``flat``
-    (a None grad as zeros): the sum of the scaled copies is the mean."""
-    scale = flat.dtype.type(scale)
-    offset = 0
-    for grad, size in grads:
-        part = flat[offset:offset + size]
-        if grad is None:
-            part[...] = 0
-        else:
-            numpy.multiply(numpy.asarray(grad).reshape(-1), scale, out=part)
-        offset += size
+def _grad_or_zeros(param):
+    """``param.grad``, or zeros of its shape when it is None."""
+    grad = param.grad
+    return numpy.zeros_like(param.data) if grad is None else grad
 
 
 def _progress_thread_allowed(comm, module):

@@ -18,7 +18,7 @@ message.
 import numpy
 
 __all__ = ['CHUNK_BYTES', 'Naive', 'Flat', 'Hierarchical', 'Dummy',
-           'NonCudaAware']
+           'NonCudaAware', 'pack_into']
 
 CHUNK_BYTES = 4 * 1024 * 1024
 # Grads of at least 256 KiB are reduced where they lie (no copy); smaller
@@ -76,7 +76,7 @@ class _PackedStrategy:
         for dtype, group in packed.items():
             buf = self._buffer(dtype, sum(g.size for g in group))
             if pack:
-                _pack(group, buf, pack_scale)
+                pack_into(group, buf, pack_scale)
             buffers.append((buf, group))
         for buf, _ in buffers:
             if pack_scale is None:
@@ -97,9 +97,10 @@ class _PackedStrategy:
         raise NotImplementedError
 
 
-def _pack(group, buf, scale):
+def pack_into(group, buf, scale=None):
     """Copy the arrays of ``group`` one after another into ``buf``, times
-    ``scale`` unless it is None."""
+    ``scale`` unless it is None (computed in ``buf``'s dtype: a float16
+    grad is scaled in float32, not rounded to float16 first)."""
     factor = None if scale is None else buf.dtype.type(scale)
     offset = 0
     for g in group:
@@ -107,7 +108,7 @@ def _pack(group, buf, scale):
         if factor is None:
             part[...] = g
         else:
-            numpy.multiply(g, factor, out=part)
+            numpy.multiply(g, factor, out=part, dtype=buf.dtype)
         offset += g.size
 
 
