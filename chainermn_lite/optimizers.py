@@ -153,7 +153,7 @@ class _DoubleBufferingOptimizer(_Wrapper):
                 return grads
             return start
         flat = self._buffer(params)
-        _strategies.pack_into([_grad_or_zeros(p) for p in params], flat,
+        _strategies.pack_into([_reducible_grad(p) for p in params], flat,
                               1.0 / self.communicator.size)
 
         def start():
@@ -248,12 +248,6 @@ def _split(flat, params):
         views.append(flat[offset:offset + n].reshape(p.data.shape))
         offset += n
     return views
-
-
-def _grad_or_zeros(param):
-    """``param.grad``, or zeros of its shape when it is None."""
-    grad = param.grad
-    return numpy.zeros_like(param.data) if grad is None else grad
 
 
 def _progress_thread_allowed(comm, module):

@@ -50,7 +50,6 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
         # Not ``_state``: on the master that reads through to the actual
         # iterator's IteratorState, as in ChainerMN.
         self._shared_state = dict.fromkeys(_STATE_KEYS)
-        self._share_state({})
         # ChainerMN's ``_order``: on the master the actual iterator's
         # current order; elsewhere the order received at construction,
         # which deserialization leaves alone (batches come from the master).
