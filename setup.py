@@ -26,5 +26,12 @@ setup(
         # cupy-cuda12x 14.x needs NumPy 2, which chainer 7.8.1 cannot use.
         'gpu': ['cupy-cuda12x<14'],
     },
-    entry_points={'pytest11': ['simulator = simulator.pytest_plugin']},
+    entry_points={
+        'pytest11': ['simulator = simulator.tools.pytest_plugin'],
+        # The simulator loads it to explain broken model-parallel graphs in
+        # its reports, once a program has imported chainermn_lite.
+        'simulator.explainers': [
+            'chainermn_lite = chainermn_lite.testing.model_parallel_hints:'
+            'explain_model_parallel'],
+    },
 )

@@ -13,18 +13,30 @@ can progress, or a rank waits for ranks that finished),
 ...), and ``RankFailedError`` in the ranks a failed rank left waiting.
 
 Per-rank state lives on ``simulator.current()`` (``rank``, ``world``,
-``random``: a NumPy RandomState seeded per rank; NumPy's global RNG is
-shared by all rank threads). Code that blocks outside ``simulator.mpi``
-uses ``World.block``/``World.wake`` (see :mod:`simulator.world`) and adds
-hints to reports with ``simulator.checks.register_explainer``.
+``random``: a NumPy RandomState seeded per rank). Threads a rank starts
+belong to that rank and may call MPI. Code that blocks outside
+``simulator.mpi`` uses ``World.block``/``World.wake`` (see
+:mod:`simulator.engine.world`); libraries add hints to reports with
+:func:`register_explainer` or a ``simulator.explainers`` entry point, and
+name their own folders with :func:`register_library` so that reports point
+at the user's line.
+
+Layers, each importing only those below it: :mod:`simulator.errors`;
+:mod:`simulator.engine` (world, rank threads, matching, reports);
+:mod:`simulator.mpi` (the mpi4py facade) and :mod:`simulator.nccl`;
+:mod:`simulator.tools` (launcher, CLI, pytest plugins);
+:mod:`simulator.fuzz` (the differential fuzzer).
 """
+from simulator.engine.actors import current
+from simulator.engine.libraries import register_library
+from simulator.engine.reports import register_explainer
 from simulator.errors import (AbortError, CollectiveMismatchError,
                               DeadlockError, MessageMismatchError,
                               RankFailedError, SimulatorError,
                               UnmatchedMessageError)
-from simulator.world import current, run
+from simulator.tools.launch import run
 
-__all__ = ['run', 'current', 'SimulatorError', 'DeadlockError',
-           'CollectiveMismatchError', 'UnmatchedMessageError',
-           'MessageMismatchError', 'RankFailedError', 'AbortError']
-from simulator import model_parallel  # noqa: F401,E402 -- registers explainer
+__all__ = ['run', 'current', 'register_explainer', 'register_library',
+           'SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
+           'UnmatchedMessageError', 'MessageMismatchError',
+           'RankFailedError', 'AbortError']

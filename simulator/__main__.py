@@ -1,7 +1,7 @@
-"""``python -m simulator``: see :mod:`simulator.cli`."""
+"""``python -m simulator``: see :mod:`simulator.tools.cli`."""
 import sys
 
-from simulator.cli import main
+from simulator.tools.cli import main
 
 __all__ = []
 

@@ -8,7 +8,7 @@ __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
 class SimulatorError(Exception):
     """Base class: a rule of the simulated MPI world was broken.
 
-    ``report`` (when set) is the :class:`simulator.checks.Report` the
+    ``report`` (when set) is the :class:`simulator.engine.reports.Report` the
     message was built from, for tools that want the details.
     """
 

@@ -5,19 +5,21 @@ commId, rank)`` with ``allReduce``, ``bcast``, ``reduce``, ``allGather``,
 ``reduceScatter`` taking raw pointers (over host arrays a pointer is
 ``arr.ctypes.data``), ``rank_id()``, ``size()``, ``destroy()`` and the
 ``NCCL_*`` constants. Calls are synchronous; ``stream`` is accepted and
-ignored. The ranks of one communicator meet through their simulated world
-(keyed by the unique id), so a rank that fails or never comes is reported
-by the simulator (RankFailedError / DeadlockError) instead of hanging, and
-ranks that call different collectives get a CollectiveMismatchError.
+ignored. The ranks of one communicator meet through the engine's
+collective matching (keyed by the unique id), so a rank that fails or
+never comes is reported by the simulator (RankFailedError /
+DeadlockError) instead of hanging, and ranks that call different
+collectives get a CollectiveMismatchError.
 """
 import ctypes
 import uuid
 
 import numpy
 
-from simulator import world as _world
-from simulator.errors import CollectiveMismatchError
-from simulator.trace import CallRecord
+from simulator.engine import collectives as coll
+from simulator.engine.actors import current
+from simulator.engine.communicator import CommState
+from simulator.engine.trace import CallRecord, capture
 
 __all__ = ['get_unique_id', 'NcclCommunicator', 'NcclError',
            'get_version', 'get_build_version',
@@ -93,76 +95,63 @@ def _reduce(arrays, op, dtype):
     return out.astype(dtype)
 
 
+def _signature(**fields):
+    """What every rank of a collective must agree on, in the engine's
+    form ((name, value) pairs)."""
+    return tuple(fields.items())
+
+
 class _Clique:
-    """The shared state of one NCCL communicator across its ranks."""
+    """The ranks joining one NCCL communicator (one unique id)."""
 
     def __init__(self, ndev):
         self.ndev = ndev
         self.members = {}       # nccl rank -> world rank
-        self.slots = {}         # seq -> _Slot
-        self.destroyed = 0
-
-
-class _Slot:
-    """One collective call: every rank's arguments, then the result."""
-
-    def __init__(self, signature):
-        self.signature = signature
-        self.args = {}          # nccl rank -> (signature, sendview)
-        self.results = None
-        self.taken = 0
-
-
-def _cliques(world):
-    # Per world, never module-global: worlds run side by side in tests.
-    cliques = getattr(world, 'nccl_cliques', None)
-    if cliques is None:
-        cliques = world.nccl_cliques = {}
-    return cliques
 
 
 class NcclCommunicator:
-    """NcclCommunicator(ndev, commId, rank): one rank of an NCCL clique."""
+    """NcclCommunicator(ndev, commId, rank): one rank of an NCCL clique.
+
+    Its collectives are matched by the engine like an MPI communicator's
+    (one slot per call number, signatures compared), on a communicator
+    whose context is the unique id.
+    """
 
     def __init__(self, ndev, commId, rank):  # noqa: N803 -- CuPy's name
-        ctx = _world.current()
+        ctx = current()
         if ctx is None:
             raise NcclError('simulator.nccl works inside a simulated run '
                             '(simulator.run or python -m simulator) only')
         if not 0 <= rank < ndev:
             raise NcclError('rank {} out of range for ndev {}'.format(
                 rank, ndev))
-        self._world = ctx.world
-        self._world_rank = ctx.rank
+        world = ctx.world
         self._rank = rank
         self._ndev = ndev
-        self._seq = 0
-        self._name = 'nccl:{:08x}'.format(hash(tuple(commId)) & 0xffffffff)
-        world = self._world
+        uid = tuple(commId)
+        name = 'nccl:{:08x}'.format(hash(uid) & 0xffffffff)
         with world.lock:
-            clique = _cliques(world).setdefault(tuple(commId),
-                                                _Clique(ndev))
+            cliques = world.extensions.setdefault('nccl', {})
+            clique = cliques.setdefault(uid, _Clique(ndev))
             if clique.ndev != ndev:
                 raise NcclError('rank {} joins {} with ndev {} but others '
-                                'said {}'.format(rank, self._name, ndev,
+                                'said {}'.format(rank, name, ndev,
                                                  clique.ndev))
             if rank in clique.members:
                 raise NcclError('nccl rank {} of {} joined twice (world '
                                 'ranks {} and {})'.format(
-                                    rank, self._name, clique.members[rank],
+                                    rank, name, clique.members[rank],
                                     ctx.rank))
             clique.members[rank] = ctx.rank
-            self._clique = clique
-            self._wake_members()
-            world.block(ctx.rank, lambda: len(clique.members) == ndev,
-                        CallRecord('ncclCommInitRank', ctx.rank,
-                                   comm=self._name,
+            for world_rank in clique.members.values():
+                world.wake(world_rank)
+            world.block(lambda: len(clique.members) == ndev,
+                        CallRecord('ncclCommInitRank', ctx.rank, comm=name,
                                    detail='waiting for {} ranks'.format(
                                        ndev)))
-
-    def _wake_members(self):
-        for world_rank in self._clique.members.values():
-            self._world.wake(world_rank)
+        self._state = CommState(
+            world, ('nccl', uid), [clique.members[r] for r in range(ndev)],
+            rank, name)
 
     # -- introspection ---------------------------------------------------
     def rank_id(self):
@@ -179,45 +168,30 @@ class NcclCommunicator:
 
     def destroy(self):
         """Leave the clique; the object is unusable afterwards."""
-        self._clique = None
+        self._state = None
 
     abort = destroy
 
     # -- collectives -----------------------------------------------------
     def _collective(self, op_name, signature, send_view, compute):
-        """Deposit this rank's input, wait for all, return its result."""
-        if self._clique is None:
+        """Deposit this rank's input, wait for all, return its result.
+
+        ``compute(views)`` runs once, in the last rank to arrive, on the
+        ranks' inputs in nccl rank order; it returns one fresh array (or
+        None) per rank, so no rank reads another's memory afterwards.
+        """
+        state = self._state
+        if state is None:
             raise NcclError('{} on a destroyed NcclCommunicator (rank '
                             '{})'.format(op_name, self._rank))
-        world, clique = self._world, self._clique
-        seq = self._seq
-        self._seq += 1
-        record = CallRecord(op_name, self._world_rank, comm=self._name,
-                            seq=seq, detail=repr(signature))
-        with world.lock:
-            world.raise_if_broken(self._world_rank)
-            slot = clique.slots.get(seq)
-            if slot is None:
-                slot = clique.slots[seq] = _Slot((op_name,) + signature)
-            if slot.signature != (op_name,) + signature:
-                error = CollectiveMismatchError(
-                    'NCCL collective #{} on {}: rank {} called {}{} but '
-                    'another rank called {}{}'.format(
-                        seq, self._name, self._rank, op_name, signature,
-                        slot.signature[0], slot.signature[1:]))
-                world.break_with(error)
-                raise error
-            slot.args[self._rank] = send_view
-            if len(slot.args) == self._ndev:
-                ordered = [slot.args[r] for r in range(self._ndev)]
-                slot.results = compute(ordered)
-                self._wake_members()
-            world.block(self._world_rank, lambda: slot.results is not None,
-                        record)
-            result = slot.results[self._rank]
-            slot.taken += 1
-            if slot.taken == self._ndev:
-                del clique.slots[seq]
+        seq = state.next_seq()
+        record = CallRecord(op_name, state.world_rank, comm=state.name,
+                            seq=seq, raw=capture(3))
+        slot = coll.arrive(state, seq, op_name, signature, send_view,
+                           record, combine=compute)
+        coll.wait_ready(state, slot, record)
+        result = slot.result[self._rank]
+        coll.leave(state, slot)
         return result
 
     def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream=0):  # noqa: N802,E501
@@ -229,8 +203,9 @@ class NcclCommunicator:
             out = _reduce(views, op, dtype)
             return [out] * self._ndev
 
-        out = self._collective('ncclAllReduce', (count, datatype, op),
-                               send, compute)
+        out = self._collective(
+            'ncclAllReduce', _signature(count=count, datatype=datatype,
+                                        op=op), send, compute)
         _view(recvbuf, count, dtype)[...] = out
 
     def reduce(self, sendbuf, recvbuf, count, datatype, op, root,  # noqa: E501
@@ -243,8 +218,10 @@ class NcclCommunicator:
             out = _reduce(views, op, dtype)
             return [out if r == root else None for r in range(self._ndev)]
 
-        out = self._collective('ncclReduce', (count, datatype, op, root),
-                               _view(sendbuf, count, dtype), compute)
+        out = self._collective(
+            'ncclReduce', _signature(count=count, datatype=datatype, op=op,
+                                     root=root),
+            _view(sendbuf, count, dtype), compute)
         if self._rank == root:
             _view(recvbuf, count, dtype)[...] = out
 
@@ -257,8 +234,9 @@ class NcclCommunicator:
         def compute(views):
             return [views[root].copy()] * self._ndev
 
-        out = self._collective('ncclBcast', (count, datatype, root),
-                               buf, compute)
+        out = self._collective(
+            'ncclBcast', _signature(count=count, datatype=datatype,
+                                    root=root), buf, compute)
         if self._rank != root:
             buf[...] = out
 
@@ -269,8 +247,9 @@ class NcclCommunicator:
         def compute(views):
             return [numpy.concatenate(views)] * self._ndev
 
-        out = self._collective('ncclAllGather', (count, datatype),
-                               _view(sendbuf, count, dtype), compute)
+        out = self._collective(
+            'ncclAllGather', _signature(count=count, datatype=datatype),
+            _view(sendbuf, count, dtype), compute)
         _view(recvbuf, count * self._ndev, dtype)[...] = out
 
     def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op,  # noqa: N802,E501
@@ -283,9 +262,10 @@ class NcclCommunicator:
             out = _reduce(views, op, dtype)
             return [out[r * n:(r + 1) * n] for r in range(self._ndev)]
 
-        out = self._collective('ncclReduceScatter', (recvcount, datatype, op),
-                               _view(sendbuf, n * self._ndev, dtype),
-                               compute)
+        out = self._collective(
+            'ncclReduceScatter', _signature(count=recvcount,
+                                            datatype=datatype, op=op),
+            _view(sendbuf, n * self._ndev, dtype), compute)
         _view(recvbuf, n, dtype)[...] = out
 
     # -- helpers ---------------------------------------------------------

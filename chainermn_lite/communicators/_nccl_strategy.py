@@ -2,16 +2,15 @@
 allReduce, scaled by 1/size, unpacked (float16 compression when asked).
 
 The same code drives CuPy arrays with ``cupy.cuda.nccl`` on GPUs and NumPy
-arrays with the NCCL module that sits beside the communicator's MPI module
-(``simulator.nccl`` for ``simulator.mpi``); only the pointer of an array
+arrays with an NCCL module that the communicator's MPI package ships beside
+itself (``<package>.nccl``: ``simulator.nccl`` for ``simulator.mpi``;
+mpi4py has none, so CuPy's is used); only the pointer of an array
 (``.data.ptr`` vs ``.ctypes.data``) and the stream differ.
 """
 import importlib
 
 import chainer
 import numpy
-
-from chainermn_lite import _mpi
 
 __all__ = ['PureNccl', 'nccl_module_for']
 
@@ -20,12 +19,11 @@ _CPU_NAMES = 'naive, flat, hierarchical, non_cuda_aware, dummy'
 
 def nccl_module_for(mpi_comm):
     """The NCCL module for ``mpi_comm``; RuntimeError naming alternatives."""
-    package = _mpi.mpi_module_of(mpi_comm).__package__
-    if _mpi.is_simulated(mpi_comm) and package:
-        try:
-            return importlib.import_module(package + '.nccl')
-        except ImportError:
-            pass
+    package = type(mpi_comm).__module__.split('.')[0]
+    try:
+        return importlib.import_module(package + '.nccl')
+    except ImportError:
+        pass
     try:
         from cupy.cuda import nccl
         return nccl

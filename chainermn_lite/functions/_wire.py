@@ -11,7 +11,8 @@ communicator's ``recv``.
 import chainer
 import numpy
 
-__all__ = ['forward_tag', 'backward_tag', 'check_tag', 'check_peer',
+__all__ = ['forward_tag', 'backward_tag', 'user_tag', 'check_tag',
+           'check_peer',
            'empty_delegate', 'zeros_grad', 'as_grad']
 
 
@@ -32,6 +33,11 @@ def forward_tag(tag):
 def backward_tag(tag):
     """The MPI tag that carries gradients for user tag ``tag``."""
     return 2 * tag + 1
+
+
+def user_tag(wire_tag):
+    """The user tag whose forward or backward messages use ``wire_tag``."""
+    return wire_tag // 2
 
 
 def check_peer(communicator, rank, what):

@@ -1,9 +1,9 @@
 """MultiNodeChainList == the unsplit model (losses, gradients, updates).
 
-Every split model here is checked with simulator.equivalence against the
-same network in one process: the seed MLP on 2 ranks, a 3-rank pipeline,
-fan-out + fan-in (rank_out / rank_in lists), a hand-off to oneself, and two
-exchanges per iteration.
+Every split model here is checked with chainermn_lite.testing.equivalence
+against the same network in one process: the seed MLP on 2 ranks, a 3-rank
+pipeline, fan-out + fan-in (rank_out / rank_in lists), a hand-off to
+oneself, and two exchanges per iteration.
 """
 import chainer
 import chainer.functions as F
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import chainermn_lite
-from simulator.equivalence import assert_model_parallel_equivalent
+from chainermn_lite.testing import assert_model_parallel_equivalent
 
 N_IN, N_HID, N_OUT, BATCH = 6, 5, 4, 8
 

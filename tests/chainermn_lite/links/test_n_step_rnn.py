@@ -8,7 +8,7 @@ import pytest
 
 import chainermn_lite
 from chainermn_lite.links import create_multi_node_n_step_rnn
-from simulator.equivalence import assert_model_parallel_equivalent
+from chainermn_lite.testing import assert_model_parallel_equivalent
 
 N_IN, N_UNITS = 3, 4
 

@@ -1,0 +1,86 @@
+"""Activities: what a rank waits for, and the ways it waits.
+
+An :class:`Activity` is the engine's side of a request: a send to be
+received, a receive to be matched, a collective to complete. ``ready()``
+and ``hopeless()`` are asked under the world lock. The facade's requests
+(``simulator.mpi.Request``) wrap activities and wait through the
+functions here, so every wait of the program passes one place.
+"""
+
+__all__ = ['Activity', 'Condition', 'wait', 'test', 'wait_any',
+           'ready_indices']
+
+
+class Activity:
+    """Something one rank can wait for; subclasses define ``ready()``.
+
+    ``world`` and ``rank`` (the owner's world rank) locate it, ``record``
+    (a CallRecord) says which call made it, for reports.
+    """
+
+    __slots__ = ('world', 'rank', 'record')
+
+    def __init__(self, world, rank, record):
+        self.world = world
+        self.rank = rank
+        self.record = record
+
+    def ready(self):
+        """True once complete (world lock held)."""
+        raise NotImplementedError
+
+    def hopeless(self):
+        """True when it can never complete: a rank it needs finished."""
+        return False
+
+
+class Condition(Activity):
+    """An activity whose readiness is a function (``ready_fn()``)."""
+
+    __slots__ = ('ready_fn', 'hopeless_fn')
+
+    def __init__(self, world, rank, record, ready_fn, hopeless_fn=None):
+        super().__init__(world, rank, record)
+        self.ready_fn = ready_fn
+        self.hopeless_fn = hopeless_fn
+
+    def ready(self):
+        return self.ready_fn()
+
+    def hopeless(self):
+        return self.hopeless_fn is not None and self.hopeless_fn()
+
+
+def wait(activity):
+    """Block the calling thread until ``activity`` is ready."""
+    world = activity.world
+    with world.lock:
+        world.block(activity.ready, activity.record, activity.hopeless)
+
+
+def test(activity):
+    """True when ``activity`` is ready; never blocks. A rank that keeps
+    testing an unchanging world is reported as stuck (see note_poll)."""
+    world = activity.world
+    with world.lock:
+        world.raise_if_broken(activity.rank)
+        if activity.ready():
+            return True
+        world.note_poll(activity.record)
+        return False
+
+
+def ready_indices(activities):
+    """Indices of the ready ones among ``activities`` (lock held)."""
+    return [i for i, a in enumerate(activities) if a.ready()]
+
+
+def wait_any(activities):
+    """Block until one of ``activities`` is ready; return its index."""
+    first = activities[0]
+    world = first.world
+    with world.lock:
+        world.block(lambda: any(a.ready() for a in activities),
+                    first.record,
+                    lambda: all(a.hopeless() for a in activities))
+        return ready_indices(activities)[0]

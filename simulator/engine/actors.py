@@ -1,0 +1,133 @@
+"""Actors: the threads of simulated ranks, and which rank a thread is.
+
+Every thread that runs a rank's code is an :class:`Actor` of that rank: the
+rank's main thread, and any ``threading.Thread`` started from one of the
+rank's threads while a world runs. A started thread inherits its parent's
+rank (its :class:`~simulator.engine.ranks.RankContext`: rank, world,
+private process state), so a rank can run a helper thread that calls MPI
+exactly as a process can under ``MPI_THREAD_MULTIPLE``.
+
+Inheritance works by wrapping ``threading.Thread.start`` while at least one
+world runs (:func:`inherit_threads`); outside a rank, and outside a run,
+threads start as usual. Threads the simulator starts for itself set
+``simulator_internal = True`` and belong to no rank.
+"""
+import contextlib
+import threading
+
+__all__ = ['Actor', 'RankExit', 'current', 'current_actor', 'enter',
+           'leave', 'inherit_threads']
+
+_local = threading.local()
+
+
+class RankExit(BaseException):
+    """Raised in a thread whose rank has ended (as a daemon thread dies
+    with its process); the thread wrapper swallows it."""
+
+
+class Actor:
+    """One thread of a rank: its main thread or one the rank started.
+
+    ``waiting`` is the CallRecord of the call it is blocked in (None while
+    it runs); ``main`` tells the rank's main thread; ``daemon`` threads
+    end with their rank, the others keep it alive, as in a process.
+    """
+
+    __slots__ = ('rank', 'name', 'main', 'daemon', 'cond', 'waiting',
+                 'ready', 'signalled', 'hopeless', 'ended')
+
+    def __init__(self, lock, rank, name, main=False, daemon=False):
+        self.rank = rank
+        self.name = name
+        self.main = main
+        self.daemon = daemon
+        self.cond = threading.Condition(lock)
+        self.waiting = None
+        self.ready = None
+        self.signalled = False
+        self.hopeless = None
+        self.ended = False
+
+    def __repr__(self):
+        return '<Actor rank {} {!r}>'.format(self.rank, self.name)
+
+
+def current():
+    """The calling thread's RankContext, or None outside a rank."""
+    return getattr(_local, 'context', None)
+
+
+def current_actor():
+    """The calling thread's :class:`Actor`; raises outside a rank."""
+    actor = getattr(_local, 'actor', None)
+    if actor is None:
+        raise RuntimeError(
+            'simulator: thread {!r} is not a thread of a simulated rank (it '
+            'was started outside the run); start threads from a rank so '
+            'they inherit it'.format(threading.current_thread().name))
+    return actor
+
+
+def enter(context, actor):
+    """Make the calling thread ``actor`` of ``context``'s rank."""
+    _local.context = context
+    _local.actor = actor
+
+
+def leave():
+    """The calling thread no longer runs a rank."""
+    _local.context = None
+    _local.actor = None
+
+
+_original_start = threading.Thread.start
+_inheriting = 0
+_inheriting_lock = threading.Lock()
+
+
+def _start_in_rank(thread):
+    context = current()
+    if context is None or getattr(thread, 'simulator_internal', False):
+        return _original_start(thread)
+    world = context.world
+    with world.lock:
+        # Registered before it runs, so it counts as live from now on: the
+        # deadlock check must not fire while the thread is starting.
+        actor = world.add_actor(context.rank, thread.name,
+                                daemon=thread.daemon)
+    target = thread.run
+
+    def run():
+        enter(context, actor)
+        try:
+            target()
+        except RankExit:
+            pass
+        finally:
+            leave()
+            world.finish(actor)
+
+    thread.run = run
+    try:
+        _original_start(thread)
+    except BaseException:
+        world.finish(actor)
+        raise
+
+
+@contextlib.contextmanager
+def inherit_threads():
+    """While inside, threads started by a rank's thread join that rank."""
+    global _inheriting
+    with _inheriting_lock:
+        _inheriting += 1
+        if _inheriting == 1:
+            threading.Thread.start = _start_in_rank
+    try:
+        yield
+    finally:
+        with _inheriting_lock:
+            _inheriting -= 1
+            if _inheriting == 0:
+                threading.Thread.start = _original_start

@@ -1,0 +1,34 @@
+"""A rank's view of a communicator, as the engine matches messages on it.
+
+Ranks of one communicator share a context id (``ctx``) and a group (comm
+rank -> world rank); messages and collectives are matched per context.
+Each rank holds its own :class:`CommState`, never shared between ranks.
+"""
+
+__all__ = ['CommState']
+
+
+class CommState:
+    """One rank's view of a communicator (never shared between ranks)."""
+
+    __slots__ = ('world', 'ctx', 'group', 'rank', 'name', 'seq', 'freed',
+                 'world_rank', 'title')
+
+    def __init__(self, world, ctx, group, rank, name, title=None):
+        self.world = world
+        self.ctx = ctx
+        self.group = group
+        self.rank = rank
+        self.world_rank = group[rank]
+        # ``name`` tells people which communicator a report is about;
+        # ``title`` is what Get_name returns: like Open MPI, '' for a
+        # communicator made by Split or Dup until Set_name names it.
+        self.name = name
+        self.title = name if title is None else title
+        self.seq = 0
+        self.freed = False
+
+    def next_seq(self):
+        """Number this rank's next collective call on the communicator."""
+        self.seq += 1
+        return self.seq

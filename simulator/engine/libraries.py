@@ -1,0 +1,94 @@
+"""Which source files are libraries, and which are the user's program.
+
+Reports name "the user's line" (the innermost frame of the program, not of
+the libraries it calls), and per-rank privatization executes the user's
+own modules once per rank. Both ask :func:`is_library_file`. Library code
+is: the standard library, anything under a ``site-packages`` folder, the
+packages of installed distributions (editable installs included, found
+through ``importlib.metadata``), the simulator itself, and folders added
+with :func:`register_library`. Everything else (the script's folder, the
+current directory, tests) is the user's.
+"""
+import importlib.metadata
+import importlib.util
+import os
+import site
+import sys
+import sysconfig
+import threading
+
+__all__ = ['is_library_file', 'library_dirs', 'register_library']
+
+_SIMULATOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_lock = threading.Lock()
+_dirs = None
+_extra = []
+
+
+def _package_dir(name):
+    """Folder (or file) of a top-level package, found without importing."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return os.path.abspath(list(spec.submodule_search_locations)[0]) \
+            + os.sep
+    if spec.origin and os.path.isabs(spec.origin):
+        return os.path.abspath(spec.origin)
+    return None
+
+
+def _compute():
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ('stdlib', 'platstdlib', 'purelib', 'platlib')
+            if paths.get(k)}
+    dirs.update(site.getsitepackages())
+    if site.ENABLE_USER_SITE and site.getusersitepackages():
+        dirs.add(site.getusersitepackages())
+    dirs.update(p for p in sys.path
+                if 'site-packages' in p or 'dist-packages' in p)
+    dirs.add(_SIMULATOR)
+    for name in importlib.metadata.packages_distributions():
+        if name.isidentifier():
+            found = _package_dir(name)
+            if found:
+                dirs.add(found)
+    return tuple(sorted(os.path.join(os.path.abspath(d), '')
+                        if os.path.isdir(d) else os.path.abspath(d)
+                        for d in dirs))
+
+
+def library_dirs():
+    """The library folders (computed once, on first use)."""
+    global _dirs
+    if _dirs is None:
+        with _lock:
+            if _dirs is None:
+                _dirs = _compute() + tuple(_extra)
+    return _dirs
+
+
+def register_library(path):
+    """Count the files under ``path`` (a folder or a module's file) as
+    library code, e.g. a package of your own that calls MPI for the user."""
+    global _dirs
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, '')
+    with _lock:
+        _extra.append(path)
+        if _dirs is not None:
+            _dirs = _dirs + (path,)
+
+
+def is_library_file(filename):
+    """True for a file of the standard library, an installed package, the
+    simulator or a registered library; False for the user's own code."""
+    if filename.startswith('<'):
+        # '<frozen importlib._bootstrap>' is the library; '<string>' and
+        # '<stdin>' are code the user wrote.
+        return filename.startswith('<frozen')
+    return filename.startswith(library_dirs())

@@ -1,0 +1,183 @@
+"""Point-to-point matching: envelopes, FIFO order, eager and rendezvous.
+
+Each world rank has, per communicator context, a queue of arrived but
+unreceived messages and a queue of posted but unmatched receives. A send
+first looks for a posted receive (in posting order), otherwise queues;
+a receive first looks for a queued message (in arrival order), otherwise
+posts. Scanning in order gives MPI's non-overtaking rule per (source, tag).
+
+The engine never looks inside a payload: the facade copies it at send
+time and interprets it (unpickles, copies into a buffer) on delivery.
+Every function here runs with the world lock held.
+"""
+import collections
+
+from simulator.engine.activity import Activity
+
+__all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'Message', 'Send', 'Recv',
+           'post_send', 'post_recv', 'find_message', 'cancel']
+
+# The wildcard and null peers, with MPI's (and Open MPI's) values.
+ANY_SOURCE = -1
+ANY_TAG = -1
+PROC_NULL = -2
+
+PROBES = ('Probe', 'probe')
+_HISTORY = 4            # senders remembered per channel, for reports
+
+
+class Message:
+    """An envelope (source, tag) and the sender's private payload copy.
+
+    ``kind`` labels the payload for the facade (object or buffer),
+    ``nbytes`` is its size as a Status reports it, ``record`` the send's
+    CallRecord; ``send`` the rendezvous Send still waiting for a receive.
+    """
+
+    __slots__ = ('source', 'tag', 'kind', 'payload', 'datatype', 'record',
+                 'send', 'nbytes')
+
+    def __init__(self, source, tag, kind, payload, datatype, record,
+                 nbytes):
+        self.source = source
+        self.tag = tag
+        self.kind = kind
+        self.payload = payload
+        self.datatype = datatype
+        self.record = record
+        self.send = None
+        self.nbytes = nbytes
+
+    def matches(self, source, tag):
+        return (source == ANY_SOURCE or source == self.source) and \
+            (tag == ANY_TAG or tag == self.tag)
+
+
+class Send(Activity):
+    """Ready at once in eager mode, when received in rendezvous mode."""
+
+    __slots__ = ('matched', 'dest')
+
+    def __init__(self, world, rank, record, dest):
+        super().__init__(world, rank, record)
+        self.matched = False
+        self.dest = dest
+
+    def ready(self):
+        return self.matched
+
+    def hopeless(self):
+        return not self.matched and self.world.finished[self.dest]
+
+
+class Recv(Activity):
+    """A posted receive; ``message`` is set when a send matches it.
+
+    ``group`` maps comm ranks to world ranks (to know whom it waits for),
+    ``comm_name`` names the communicator in reports.
+    """
+
+    __slots__ = ('source', 'tag', 'group', 'comm_name', 'message', 'ctx',
+                 'cancelled')
+
+    def __init__(self, world, rank, record, source, tag, group, comm_name):
+        super().__init__(world, rank, record)
+        self.source = source
+        self.tag = tag
+        self.group = group
+        self.comm_name = comm_name
+        self.message = None
+        self.ctx = None         # set while posted (unmatched)
+        self.cancelled = False
+
+    def ready(self):
+        return self.message is not None or self.cancelled
+
+    def hopeless(self):
+        finished = self.world.finished
+        if self.ready() or self.source == PROC_NULL:
+            return False
+        if self.source != ANY_SOURCE:
+            return finished[self.group[self.source]]
+        return all(finished[p] for p in self.group if p != self.rank)
+
+
+def _remember(world, recv, msg):
+    """Keep the sender's record on the receiver's channel (reports name
+    the line of a send whose message is long gone)."""
+    key = (recv.rank, recv.comm_name, msg.source, msg.tag)
+    recent = world.history.get(key)
+    if recent is None:
+        recent = world.history[key] = collections.deque(maxlen=_HISTORY)
+    recent.append(msg.record)
+
+
+def post_send(world, ctx, dest, msg, rendezvous):
+    """Deliver or queue ``msg`` for world rank ``dest``; return its Send."""
+    world.version += 1
+    send = Send(world, msg.record.rank, msg.record, dest)
+    posted = world.posted[dest].get(ctx)
+    if posted:
+        for i, recv in enumerate(posted):
+            if msg.matches(recv.source, recv.tag):
+                del posted[i]
+                recv.message = msg
+                _remember(world, recv, msg)
+                send.matched = True
+                world.wake(dest)
+                return send
+    world.unexpected[dest].setdefault(ctx, []).append(msg)
+    if rendezvous:
+        msg.send = send
+    else:
+        send.matched = True
+    # A rank blocked in Probe waits for queued messages too.
+    for actor in world.actors[dest]:
+        if actor.waiting is not None and actor.waiting.op in PROBES:
+            world.wake(dest)
+            break
+    return send
+
+
+def find_message(world, rank, ctx, source, tag, remove):
+    """The first queued message for ``rank`` matching (source, tag)."""
+    queue = world.unexpected[rank].get(ctx)
+    if queue:
+        for i, msg in enumerate(queue):
+            if msg.matches(source, tag):
+                if remove:
+                    del queue[i]
+                return msg
+    return None
+
+
+def post_recv(world, ctx, recv):
+    """Match ``recv`` with a queued message or post it."""
+    rank = recv.rank
+    world.version += 1
+    msg = find_message(world, rank, ctx, recv.source, recv.tag, True)
+    if msg is None:
+        recv.ctx = ctx
+        world.posted[rank].setdefault(ctx, []).append(recv)
+        return recv
+    recv.message = msg
+    _remember(world, recv, msg)
+    send = msg.send
+    if send is not None:
+        send.matched = True
+        world.wake(send.rank)
+    return recv
+
+
+def cancel(recv):
+    """Withdraw a posted receive no message has matched; True if done."""
+    world = recv.world
+    if recv.message is not None or recv.cancelled:
+        return False
+    posted = world.posted[recv.rank].get(recv.ctx, ())
+    if recv not in posted:
+        return False
+    posted.remove(recv)
+    recv.cancelled = True
+    world.version += 1
+    return True

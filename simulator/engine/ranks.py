@@ -1,0 +1,163 @@
+"""Rank threads: start a world's ranks, wait for them, collect outcomes.
+
+:func:`run_ranks` runs ``main(context)`` once per rank, each on its own
+thread, and returns their results in rank order or re-raises the first
+failure. A rank is a process: it ends when its main thread and every
+non-daemon thread it started have returned (see
+:mod:`simulator.engine.actors`).
+"""
+import sys
+import threading
+import time
+
+import numpy as np
+
+from simulator.engine import actors, reports
+from simulator.errors import DeadlockError, UnmatchedMessageError
+
+__all__ = ['RankContext', 'run_ranks']
+
+# Small thread stacks let thousands of ranks fit; only for big worlds, so
+# recursion-heavy code in small worlds keeps the default.
+_BIG_WORLD = 256
+_BIG_WORLD_STACK = 512 * 1024
+
+
+class RankContext:
+    """What one rank knows about itself.
+
+    ``rank`` (world rank), ``world``, ``node`` and ``processor_name``;
+    ``random``: a ``numpy.random.RandomState`` seeded for this rank;
+    ``local``: state the layers above keep per rank (the mpi facade's
+    communicators...), name -> object; ``result`` / ``error``: how its
+    main function ended.
+    """
+
+    def __init__(self, world, rank):
+        self.world = world
+        self.rank = rank
+        self.node = world.node_of[rank]
+        self.processor_name = 'node{}'.format(self.node)
+        self._random = None
+        self.local = {}
+        self.result = None
+        self.error = None
+        # The script's globals when run by python -m simulator (pickle
+        # looks classes up there, see simulator.tools.launch).
+        self.main_namespace = None
+
+    @property
+    def random(self):
+        # Built on first use: seeding costs ~0.4 ms, too much for 4,096
+        # ranks that never draw a number.
+        if self._random is None:
+            seed = [self.rank] if self.world.seed is None else [
+                self.world.seed, self.rank]
+            self._random = np.random.RandomState(
+                np.random.SeedSequence(seed).generate_state(4))
+        return self._random
+
+
+def _quiet_outcome(error):
+    # pytest's Skipped/Failed must reach pytest exactly as raised (their
+    # classes claim module 'builtins', so ask pytest's own module).
+    outcomes = sys.modules.get('_pytest.outcomes')
+    return outcomes is not None and isinstance(
+        error, outcomes.OutcomeException)
+
+
+def _rank_main(world, context, actor, main):
+    actors.enter(context, actor)
+    try:
+        context.result = main(context)
+    except actors.RankExit:
+        world.finish(actor)
+    except BaseException as error:  # handed to run_ranks()
+        context.error = error
+        world.fail(actor, error)
+    else:
+        world.finish(actor)
+    finally:
+        actors.leave()
+
+
+def run_ranks(world, main, timeout=None):
+    """Run ``main(context)`` on one thread per rank of ``world``; return
+    the results in rank order.
+
+    Re-raises the first failure: a rank's own exception (with a note
+    naming the rank) or the check that fired (DeadlockError,
+    CollectiveMismatchError...). Messages still unreceived at the end
+    raise UnmatchedMessageError. ``timeout`` is a backstop in seconds.
+    """
+    world.contexts = [RankContext(world, r) for r in range(world.size)]
+    with world.lock:
+        mains = [world.add_actor(r, 'rank {}'.format(r), main=True)
+                 for r in range(world.size)]
+    threads = []
+    old_stack = None
+    if world.size > _BIG_WORLD:
+        old_stack = threading.stack_size(_BIG_WORLD_STACK)
+    with actors.inherit_threads():
+        try:
+            for rank in range(world.size):
+                t = threading.Thread(
+                    target=_rank_main, name='sim-rank-{}'.format(rank),
+                    args=(world, world.contexts[rank], mains[rank], main),
+                    daemon=True)
+                t.simulator_internal = True
+                t.start()
+                threads.append(t)
+        finally:
+            if old_stack is not None:
+                threading.stack_size(old_stack)
+        _join(world, threads, timeout)
+    return _outcome(world)
+
+
+def _join(world, threads, timeout):
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        # Every rank ended (helper threads included), or the backstop.
+        world.all_finished.wait(timeout)
+    except BaseException:
+        world.stop('the run was interrupted')
+        raise
+    if world.all_finished.is_set():
+        for t in threads:
+            left = None if deadline is None else deadline - time.monotonic()
+            t.join(left if left is None or left > 0 else 0)
+        return
+    world.stop('no completion within the {} s timeout'.format(timeout))
+    world.all_finished.wait(5.0)
+    stuck = [r for r in range(world.size) if not world.finished[r]]
+    if stuck:
+        err = world.failure.check
+        raise DeadlockError('{}\nranks {} never returned (busy in user '
+                            'code?)'.format(err, stuck), report=err.report)
+
+
+def _outcome(world):
+    failure = world.failure
+    if failure is None:
+        report = reports.Report.unmatched_from_world(world)
+        if report.unmatched or report.unreceived:
+            # A receive left posted is a leaked request (MPI requires every
+            # request to complete or be cancelled); Open MPI stays silent.
+            raise UnmatchedMessageError(report.format(
+                'messages never received when the run ended'
+                if report.unmatched else
+                'receives posted but never matched when the run ended'),
+                report=report)
+        return [ctx.result for ctx in world.contexts]
+    if failure.rank is not None:
+        error = failure.error
+        if not _quiet_outcome(error):
+            error.add_note('simulator: raised in rank {} of {}'.format(
+                failure.rank, world.size))
+        raise error
+    # A check fired: re-raise the copy the lowest affected rank raised.
+    for ctx in world.contexts:
+        if isinstance(ctx.error, type(failure.check)):
+            raise ctx.error
+    raise failure.check

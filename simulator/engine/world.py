@@ -1,0 +1,360 @@
+"""The simulated world: topology, actors, blocking and failure.
+
+A :class:`World` is one MPI job: ``size`` ranks (processes) on ``nodes``
+hosts. A rank runs one or more *actors* (threads): its main thread and any
+thread it starts (see :mod:`simulator.engine.ranks`), as a process under
+``MPI_THREAD_MULTIPLE`` may call MPI from several threads.
+
+The world owns one lock and one Condition per actor. Every piece of shared
+state (mailboxes, collective slots) is changed under that lock, and whoever
+changes something a blocked rank waits for wakes that rank's blocked
+actors (:meth:`World.wake`). Because wake-ups are precise, "every live
+actor is blocked and none was woken" means nothing can ever progress: that
+is the deadlock test, made the moment the last live actor blocks, with no
+timeout involved.
+
+Two more cases are caught without waiting for every actor to block: a wait
+that needs ranks which already finished (``block(..., hopeless=fn)``), and
+a Test()/Iprobe loop that spins while everything else is blocked and
+nothing changes (:meth:`World.note_poll`, after ``POLL_GRACE`` seconds).
+
+Code that blocks outside ``simulator.mpi`` (``simulator.nccl``, say) uses
+the same protocol: hold ``world.lock``, call ``world.block(ready,
+record)`` from the waiting thread, and have the party that makes
+``ready()`` true call ``world.wake(rank)`` under the lock. ``block``
+raises :class:`~simulator.errors.RankFailedError` as soon as any rank
+fails and :class:`~simulator.errors.DeadlockError` when nothing can
+progress; ``world.break_with(error)`` makes every rank raise a fired check.
+"""
+import copy
+import threading
+import time
+
+from simulator.engine import reports
+from simulator.engine.actors import Actor, RankExit, current_actor
+from simulator.errors import DeadlockError, RankFailedError
+
+__all__ = ['World', 'SEND_MODES', 'POLL_GRACE']
+
+SEND_MODES = ('eager', 'rendezvous')
+# Seconds a rank may poll an unchanging world before it counts as stuck.
+POLL_GRACE = 1.0
+
+
+class _Failure:
+    """Why the world is broken: a rank's exception or a fired check."""
+
+    def __init__(self, rank=None, error=None, check=None):
+        self.rank = rank
+        self.error = error
+        self.check = check
+
+    def exception_for(self, rank):
+        if self.check is not None:
+            # A private copy per rank (each raise sets its own traceback);
+            # copy.copy keeps any subclass's extra attributes.
+            try:
+                return copy.copy(self.check)
+            except Exception:  # odd __init__: share it
+                return self.check
+        return RankFailedError(
+            'rank {} failed with {}: {}; rank {} stops waiting'.format(
+                self.rank, type(self.error).__name__, self.error, rank),
+            failed_rank=self.rank)
+
+
+class World:
+    """One simulated MPI job: ``size`` ranks on ``nodes`` hosts."""
+
+    def __init__(self, size, nodes=1, send_mode='eager', seed=None):
+        if not isinstance(size, int) or size < 1:
+            raise ValueError('world size must be a positive int, got '
+                             '{!r}'.format(size))
+        if not isinstance(nodes, int) or not 1 <= nodes <= size:
+            raise ValueError('nodes must be an int in 1..{} (the world '
+                             'size), got {!r}'.format(size, nodes))
+        if send_mode not in SEND_MODES:
+            raise ValueError('send_mode must be one of {}, got {!r}'.format(
+                SEND_MODES, send_mode))
+        self.size = size
+        self.nodes = nodes
+        self.send_mode = send_mode
+        self.seed = seed
+        # Block distribution, like mpiexec's default by-slot mapping.
+        per_node, extra = divmod(size, nodes)
+        self.node_of = []
+        for node in range(nodes):
+            self.node_of += [node] * (per_node + (node < extra))
+        self.lock = threading.Lock()
+        self.actors = [[] for _ in range(size)]    # live actors per rank
+        self.live = 0                   # live actors in the world
+        self._blocked = 0               # blocked and not yet woken
+        self._hopeless = set()          # blocked actors with a hopeless()
+        self.finished = [False] * size
+        self.finished_count = 0
+        self.finished_ranks = []
+        self.all_finished = threading.Event()
+        self.failure = None
+        self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
+        self.posted = [dict() for _ in range(size)]      # ctx -> [Recv]
+        self.collectives = {}                            # (ctx, seq) -> slot
+        # Bumped by every change a Test() could observe; a rank that
+        # polls while it stays put is spinning (see note_poll).
+        self.version = 0
+        self.polling = {}           # actor -> (version, since, record)
+        # (receiver world rank, comm name, source, tag) -> the senders'
+        # CallRecords of the last messages received there: reports name
+        # the line of a send whose message is long gone.
+        self.history = {}
+        # Private to the layers above (the mpi facade's per-world state,
+        # simulator.nccl's cliques): name -> object.
+        self.extensions = {}
+        self.contexts = []
+        self.start_time = time.perf_counter()
+        # Non-blocking collectives whose data moves on a progress thread:
+        # while any runs, blocked ranks are waiting for it, not deadlocked.
+        self.background = 0
+
+    # -- actors (with self.lock held) -------------------------------------
+    def add_actor(self, rank, name, main=False, daemon=False):
+        """A new live thread of ``rank`` (lock held)."""
+        actor = Actor(self.lock, rank, name, main, daemon)
+        self.actors[rank].append(actor)
+        self.live += 1
+        return actor
+
+    def end_actor(self, actor, whole_rank=False):
+        """``actor``'s thread returned (lock held). A rank ends when its
+        main thread and its non-daemon threads have all ended (or at once
+        with ``whole_rank``, when it failed); its daemon threads end with
+        it. Returns True when the rank just ended."""
+        if actor.ended:
+            return False
+        self._retire(actor)
+        self.actors[actor.rank].remove(actor)
+        rank = actor.rank
+        if self.finished[rank] or not whole_rank and any(
+                a.main or not a.daemon for a in self.actors[rank]):
+            return False
+        for other in self.actors[rank]:
+            # The rest die with their process: they stop counting, and
+            # raise RankExit when they next wait or are woken.
+            self._retire(other)
+            if other.waiting is not None and not other.signalled:
+                other.signalled = True
+                self._blocked -= 1
+                other.cond.notify()
+        self.actors[rank] = []
+        self._finish_rank(rank)
+        return True
+
+    def _retire(self, actor):
+        actor.ended = True
+        self.live -= 1
+        self.polling.pop(actor, None)
+        self.version += 1
+
+    def pending(self, rank):
+        """CallRecords of ``rank``'s blocked threads, main thread first."""
+        return [a.waiting for a in sorted(self.actors[rank],
+                                          key=lambda a: not a.main)
+                if a.waiting is not None]
+
+    # -- blocking protocol (all with self.lock held) --------------------
+    def block(self, ready, record, hopeless=None):
+        """Wait until ``ready()``; the caller holds ``self.lock``.
+
+        ``hopeless()`` (optional) says the wait can never end because a
+        rank it needs has finished; it is asked when this actor blocks and
+        whenever a rank finishes, so such deadlocks are reported at once
+        even while other ranks still run.
+        """
+        actor = current_actor()
+        if self.failure is not None:
+            raise self.failure.exception_for(actor.rank)
+        if actor.ended:
+            raise RankExit()
+        if ready():
+            return
+        self.polling.pop(actor, None)
+        actor.waiting = record
+        actor.ready = ready
+        if hopeless is not None:
+            actor.hopeless = hopeless
+            self._hopeless.add(actor)
+        try:
+            while True:
+                actor.signalled = False
+                self._blocked += 1
+                if self._blocked == self.live or (
+                        hopeless is not None and self.finished_count
+                        and hopeless()):
+                    error = self._deadlock_check(certain=self._blocked !=
+                                                 self.live)
+                    if error is not None:
+                        if not actor.signalled:  # wake_all may have
+                            actor.signalled = True
+                            self._blocked -= 1
+                        raise error
+                actor.cond.wait()
+                if not actor.signalled:
+                    self._blocked -= 1
+                if self.failure is not None:
+                    raise self.failure.exception_for(actor.rank)
+                if actor.ended:
+                    raise RankExit()
+                if ready():
+                    return
+        finally:
+            actor.waiting = None
+            actor.ready = None
+            actor.hopeless = None
+            self._hopeless.discard(actor)
+
+    def note_poll(self, record):
+        """The calling thread polled (Test, Iprobe) and found nothing
+        (lock held).
+
+        A Test() loop never blocks, so the wait-for check cannot see it.
+        When every other live actor is blocked and the world has not
+        changed for ``POLL_GRACE`` seconds of polling, nothing can ever
+        complete the polled operation: report a deadlock.
+        """
+        actor = current_actor()
+        if actor.ended:
+            raise RankExit()
+        now = time.monotonic()
+        state = self.polling.get(actor)
+        if state is None or state[0] != self.version or self.background:
+            self.polling[actor] = (self.version, now, record)
+            return
+        if now - state[1] < POLL_GRACE or self.failure is not None:
+            return
+        spinning = [a for a, (v, since, _) in self.polling.items()
+                    if v == self.version and now - since >= POLL_GRACE
+                    and not a.ended and a.waiting is None]
+        if self._blocked + len(spinning) != self.live:
+            return
+        for a in spinning:
+            a.waiting = self.polling[a][2]
+        try:
+            report = reports.Report.from_world(self, kind='deadlock')
+        finally:
+            for a in spinning:
+                a.waiting = None
+        self.break_with(DeadlockError(report.format(
+            'deadlock: every live rank is blocked or polling (Test/Iprobe) '
+            'for {:.1f} s with no change'.format(POLL_GRACE)),
+            report=report))
+        self.raise_if_broken(actor.rank)
+
+    def wake(self, rank):
+        """Tell ``rank``'s blocked threads that what they wait for may
+        have changed."""
+        for actor in self.actors[rank]:
+            if actor.waiting is not None and not actor.signalled:
+                actor.signalled = True
+                self._blocked -= 1
+                actor.cond.notify()
+
+    def wake_all(self):
+        """Wake every blocked actor (the world broke)."""
+        for rank in range(self.size):
+            self.wake(rank)
+
+    def raise_if_broken(self, rank):
+        """Raise this rank's error if the world is broken."""
+        if self.failure is not None:
+            raise self.failure.exception_for(rank)
+
+    def _deadlock_check(self, certain=False):
+        """All live actors blocked (or one waits on a finished rank):
+        confirm nothing can run, then break the world."""
+        if self.background and not certain:
+            return None             # a progress thread will wake someone
+        if not certain:
+            for actors in self.actors:
+                for actor in actors:
+                    ready = actor.ready
+                    if ready is not None and ready():
+                        return None  # woken but not yet running
+        report = reports.Report.from_world(self, kind='deadlock')
+        error = DeadlockError(report.format(
+            'deadlock: a rank waits for ranks that have finished'
+            if certain else 'deadlock: every live rank is blocked and no '
+            'pending operation can complete'), report=report)
+        self.break_with(error)
+        return self.failure.exception_for(None)
+
+    def start_progress(self, work, done):
+        """Run ``work()`` on a progress thread (it makes no simulator call
+        and never blocks on ranks), then ``done(error)`` with the lock
+        held; ranks it unblocks must be woken by ``done``."""
+        with self.lock:
+            self.background += 1
+
+        def main():
+            error = None
+            try:
+                work()
+            except BaseException as e:  # handed to done()
+                error = e
+            with self.lock:
+                self.background -= 1
+                done(error)
+                self.version += 1
+                if self.live and self._blocked == self.live \
+                        and self.failure is None:
+                    self._deadlock_check()
+        thread = threading.Thread(target=main, daemon=True,
+                                  name='simulator-progress')
+        thread.simulator_internal = True    # not a thread of the rank
+        thread.start()
+
+    # -- failure ----------------------------------------------------------
+    def break_with(self, error):
+        """A check fired: every blocked rank raises a copy of ``error``."""
+        if self.failure is None:
+            self.failure = _Failure(check=error)
+            self.wake_all()
+
+    def fail(self, actor, error):
+        """``actor``'s thread, a rank's main thread, raised ``error``:
+        stop everybody who waits (lock not held)."""
+        with self.lock:
+            if self.failure is None:
+                self.failure = _Failure(rank=actor.rank, error=error)
+                self.wake_all()
+            self.end_actor(actor, whole_rank=True)
+
+    def finish(self, actor):
+        """``actor``'s thread returned; its rank may leave others stuck
+        (lock not held)."""
+        with self.lock:
+            self.end_actor(actor)
+            if self.live and self._blocked == self.live \
+                    and self.failure is None:
+                self._deadlock_check()
+
+    def _finish_rank(self, rank):
+        self.finished[rank] = True
+        self.finished_ranks.append(rank)
+        self.finished_count += 1
+        if self.finished_count == self.size:
+            self.all_finished.set()
+        if self.failure is None:
+            for actor in list(self._hopeless):
+                if not actor.signalled and not actor.ready() and \
+                        actor.hopeless():
+                    self._deadlock_check(certain=True)
+                    break
+
+    def stop(self, reason):
+        """Backstop (timeout, Ctrl-C): break the world, saying ``reason``."""
+        with self.lock:
+            if self.failure is not None:
+                return
+            report = reports.Report.from_world(self, kind='timeout')
+            self.break_with(DeadlockError(report.format(
+                '{} (ranks still running user code are listed without a '
+                'pending call)'.format(reason)), report=report))

@@ -1,0 +1,162 @@
+"""An mpi4py-compatible ``MPI`` module over simulated rank threads.
+
+Use it like ``mpi4py.MPI``: ``COMM_WORLD`` resolves to the calling rank's
+world communicator (inside :func:`simulator.run` or ``python -m
+simulator``). Constants, datatypes, ops, ``Request``, ``Status`` and
+``Exception`` behave as in mpi4py.
+"""
+import socket
+import time
+
+import numpy as np
+
+from simulator.engine.actors import current, current_actor
+from simulator.engine.communicator import CommState
+from simulator.mpi import constants as _constants
+from simulator.mpi.comm import Comm, Intracomm, NullComm
+from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
+from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
+                                     Datatype, from_dtype)
+from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
+                                   INFO_NULL, Errhandler, Info)
+from simulator.mpi.ops import OP_NAMES, Op
+from simulator.mpi.request import REQUEST_NULL, Request, Status
+
+__all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
+            'COMM_WORLD', 'COMM_SELF', 'COMM_NULL', 'REQUEST_NULL',
+            'DATATYPE_NULL', 'OP_NULL', 'Get_processor_name', 'Wtime',
+            'Wtick', 'Init', 'Init_thread', 'Finalize', 'Is_initialized',
+            'Is_finalized', 'Query_thread', 'Is_thread_main', 'Get_version',
+            'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION',
+            'MAX_PROCESSOR_NAME', 'Info', 'INFO_NULL', 'Errhandler',
+            'ERRORS_RETURN', 'ERRORS_ARE_FATAL']
+           + list(_constants.__all__) + sorted(DATATYPE_NAMES)
+           + sorted(OP_NAMES))
+
+globals().update(DATATYPE_NAMES)
+globals().update(OP_NAMES)
+OP_NULL = Op('MPI_OP_NULL')
+VERSION, SUBVERSION = 3, 1
+MAX_PROCESSOR_NAME = 256
+
+# mpi4py's private map from typecode to datatype; ChainerMN 7 reads it
+# (``MPI._typedict[dtype.char]``), so scripts written for it need it too.
+_typedict = {code: from_dtype(np.dtype(code))
+             for code in '?bBhHiIlLqQefdgFDG'}
+
+
+def _rank_context(what):
+    ctx = current()
+    if ctx is None:
+        raise RuntimeError(
+            'simulator.mpi.{} used outside a simulated rank: run the code '
+            'with simulator.run(fn, size) or python -m simulator -n N '
+            'script.py'.format(what))
+    return ctx
+
+
+def _world_states(ctx):
+    """The rank's (COMM_WORLD, COMM_SELF) states, made on first use."""
+    states = ctx.local.get('mpi')
+    if states is None:
+        world, rank = ctx.world, ctx.rank
+        states = ctx.local['mpi'] = {
+            'COMM_WORLD': CommState(world, ('world',),
+                                    list(range(world.size)), rank,
+                                    'MPI_COMM_WORLD'),
+            'COMM_SELF': CommState(world, ('self', rank), [rank], 0,
+                                   'MPI_COMM_SELF')}
+    return states
+
+
+def world_comm(ctx):
+    """``ctx``'s rank's own COMM_WORLD handle (what simulator.run passes
+    to the rank's function)."""
+    return Intracomm(_world_states(ctx)['COMM_WORLD'])
+
+
+class _RankLocalComm(Intracomm):
+    """``COMM_WORLD`` / ``COMM_SELF``: the calling rank's communicator."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, label):
+        self._label = label
+
+    @property
+    def _state(self):
+        return _world_states(_rank_context(self._label))[self._label]
+
+    def __bool__(self):
+        return True             # never COMM_NULL, even outside a rank
+
+    def __repr__(self):
+        if current() is None:
+            return '<simulator.mpi.{} (no rank)>'.format(self._label)
+        return super().__repr__()
+
+
+COMM_WORLD = _RankLocalComm('COMM_WORLD')
+COMM_SELF = _RankLocalComm('COMM_SELF')
+COMM_NULL = NullComm()
+
+
+def Get_processor_name():  # noqa: N802
+    """This rank's simulated host (``node0``...); the real one outside."""
+    ctx = current()
+    return socket.gethostname() if ctx is None else ctx.processor_name
+
+
+def Wtime():  # noqa: N802
+    """Wall-clock seconds."""
+    return time.perf_counter()
+
+
+def Wtick():  # noqa: N802
+    """Resolution of Wtime."""
+    return time.get_clock_info('perf_counter').resolution
+
+
+def Init():  # noqa: N802
+    """A no-op: a simulated world is initialised by simulator.run."""
+
+
+def Init_thread(required=_constants.THREAD_MULTIPLE):  # noqa: N802
+    """A no-op; returns THREAD_MULTIPLE."""
+    return _constants.THREAD_MULTIPLE
+
+
+def Finalize():  # noqa: N802
+    """A no-op: the world ends when every rank returns."""
+
+
+def Is_initialized():  # noqa: N802
+    """True inside a simulated rank."""
+    return current() is not None
+
+
+def Is_finalized():  # noqa: N802
+    """Never finalized while a rank runs."""
+    return False
+
+
+def Query_thread():  # noqa: N802
+    """Rank threads may all call MPI."""
+    return _constants.THREAD_MULTIPLE
+
+
+def Is_thread_main():  # noqa: N802
+    """True in a rank's main thread (not in threads it started)."""
+    return current() is not None and current_actor().main
+
+
+def Get_version():  # noqa: N802
+    """The MPI standard version the subset follows."""
+    return VERSION, SUBVERSION
+
+
+def Get_library_version():  # noqa: N802
+    """A description of this library."""
+    return 'simulator.mpi (threads in one process)'
+
+

@@ -1,0 +1,625 @@
+"""Collective methods of ``Comm`` (object and buffer), as a mixin.
+
+The n-th collective call of each rank meets in one engine
+:class:`~simulator.engine.collectives.Slot`. Object collectives pickle at
+arrival (like mpi4py, so ranks never share objects); buffer collectives
+read the other ranks' buffers directly while everybody is inside the call,
+then leave together. Reductions combine in Open MPI's order
+(:mod:`simulator.engine.reduction_order`).
+"""
+import pickle
+
+import numpy as np
+
+from simulator.engine import activity
+from simulator.engine import collectives as coll
+from simulator.engine import reduction_order as order
+from simulator.engine.trace import CallRecord, capture
+from simulator.errors import CollectiveMismatchError
+from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.datatypes import parse, parse_vector
+from simulator.mpi.ops import OP_NAMES, Op
+from simulator.mpi.request import Request
+
+__all__ = ['Collectives']
+
+SUM = OP_NAMES['SUM']
+_PICKLE = pickle.HIGHEST_PROTOCOL
+# From this many bytes per rank, Allreduce splits the reduction among the
+# rank threads (NumPy releases the GIL); below it one rank reduces
+# everything. Measured with 4 ranks on 2 cores: at 256 KiB one reducer
+# took 421 us a call against 707 us split (the split costs a second
+# rendezvous), at 1 MiB 1275 against 1176 us.
+_SHARED_REDUCTION_BYTES = 512 * 1024
+_CHUNK_BYTES = 256 * 1024
+
+
+def _start(comm, op, signature, arg, combine=None, detail=None,
+           progress=None):
+    s = comm._s
+    seq = s.next_seq()
+    record = CallRecord(op, s.world_rank, None, None, s.name, seq, detail,
+                        raw=capture(3))
+    slot = coll.arrive(s, seq, op, signature, arg, record, combine,
+                       progress)
+    return s, slot, record
+
+
+def _run(comm, op, signature, arg, finish=None, combine=None,
+         stay=False):
+    """One blocking collective: arrive, wait, finish, leave."""
+    s, slot, record = _start(comm, op, signature, arg, combine)
+    coll.wait_ready(s, slot, record)
+    try:
+        out = finish(s, slot) if finish is not None else slot.result
+    finally:
+        coll.leave(s, slot)
+    if stay:
+        coll.wait_departed(s, slot, record)
+    return out
+
+
+def _check_op(op, dtype=None, where=None):
+    if not isinstance(op, Op):
+        raise TypeError('expected a simulator.mpi Op (SUM, MAX...), got '
+                        '{!r}'.format(op))
+    if dtype is not None:
+        kinds = _OP_KINDS.get(op.name)
+        if kinds is not None and np.dtype(dtype).kind not in kinds:
+            raise MPIException(ERR_OP, '{}: {} is not defined for {} '
+                               'buffers'.format(where, op.name, dtype))
+    return op
+
+
+# Which NumPy kinds MPI defines each predefined reduction for
+# (C integer, floating point, complex, logical = bool).
+_OP_KINDS = {'MPI_SUM': 'iufc', 'MPI_PROD': 'iufc', 'MPI_MAX': 'iuf',
+             'MPI_MIN': 'iuf', 'MPI_LAND': 'iub', 'MPI_LOR': 'iub',
+             'MPI_LXOR': 'iub', 'MPI_BAND': 'iu', 'MPI_BOR': 'iu',
+             'MPI_BXOR': 'iu'}
+
+
+class _CollectiveRequest(Request):
+    """A non-blocking collective: completes when every rank has joined."""
+
+    def __init__(self, state, slot, record, finish=None, stay=False):
+        super().__init__(activity.Condition(state.world, record.rank,
+                                            record, self._ready))
+        self._state_ = state
+        self._slot = slot
+        self._finish_fn = finish
+        self._stay = stay
+        self._left = False
+
+    def _ready(self):
+        if not self._slot.ready:
+            return False
+        if not self._stay or not self._left:
+            return True
+        return self._slot.departed == self._slot.size
+
+    def _finish(self, status):
+        if not self._left:
+            self._part()
+        if self._stay:
+            coll.wait_departed(self._state_, self._slot, self.record)
+        return None
+
+    def _part(self):
+        try:
+            if self._finish_fn is not None:
+                self._finish_fn(self._state_, self._slot)
+        finally:
+            self._left = True
+            coll.leave(self._state_, self._slot)
+
+    def _progress(self):
+        """Do this rank's part if possible; True when complete. Never
+        blocks (a Test loop must not wait for other ranks' parts)."""
+        world = self._state_.world
+        with world.lock:
+            world.raise_if_broken(self.record.rank)
+            ready = self._slot.ready
+            if not ready:
+                world.note_poll(self.record)
+                return False
+        if not self._left:
+            self._part()
+        if self._stay:
+            with world.lock:
+                if self._slot.departed != self._slot.size:
+                    world.note_poll(self.record)
+                    return False
+        return True
+
+    def test(self, status=None):
+        if self._done:
+            return True, None
+        if not self._progress():
+            return False, None
+        self._done = True
+        return True, None
+
+    def Get_status(self, status=None):  # noqa: N802
+        return self._done or self._progress()
+
+
+def _split_items(self, sendobj, op):
+    size = len(self._s.group)
+    items = list(sendobj)
+    if len(items) != size:
+        raise ValueError('{} on {}: expecting {} items, got {}'.format(
+            op, self._s.name, size, len(items)))
+    return [pickle.dumps(x, _PICKLE) for x in items]
+
+
+def _reduce_objects(op):
+    def combine(args):
+        tree = order.object_reduce_tree(len(args))
+        result = order.evaluate(tree, lambda r: pickle.loads(args[r]), op)
+        return pickle.dumps(result, _PICKLE)
+    return combine
+
+
+def _prefix(op, exclusive):
+    def combine(args):
+        def leaf(r):
+            return pickle.loads(args[r])
+        return [pickle.dumps(None if tree is None else
+                             order.evaluate(tree, leaf, op), _PICKLE)
+                for tree in order.object_scan_trees(len(args), exclusive)]
+    return combine
+
+
+def _copy(dst, src, op, comm_name, to_rank, from_rank):
+    """Copy one block between ranks, checking dtype and size."""
+    if dst.dtype != src.dtype:
+        raise CollectiveMismatchError(
+            '{} on {}: rank {} receives {} but rank {} sends {}'.format(
+                op, comm_name, to_rank, dst.dtype, from_rank, src.dtype))
+    if src.size > dst.size:
+        raise MPIException(ERR_TRUNCATE, '{} on {}: rank {} receives {} '
+                           'elements where rank {} sends {}'.format(
+                               op, comm_name, to_rank, dst.size,
+                               from_rank, src.size))
+    if src.size != dst.size:
+        raise CollectiveMismatchError(
+            '{} on {}: rank {} expects {} elements from rank {}, which '
+            'sends {}'.format(op, comm_name, to_rank, dst.size, from_rank,
+                              src.size))
+    dst[...] = src
+
+
+def _gather(self, op, sendbuf, recvbuf, root, vector):
+    root = self._root(root)
+    s = self._s
+    size = len(s.group)
+    at_root = s.rank == root
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
+                        default_equal=True) if at_root else None
+    send = parse(sendbuf, '{} send buffer'.format(op))
+    if send is not None and send.in_place:
+        if not at_root:
+            raise ValueError('{}: IN_PLACE is only valid at the root '
+                             '(rank {} is not root {})'.format(
+                                 op, s.rank, root))
+        mine = recv.part(s.rank)
+    else:
+        mine = send.head()
+
+    def finish(st, slot):
+        if at_root:
+            for r in range(size):
+                if r != st.rank or not send.in_place:
+                    _copy(recv.part(r), slot.args[r], op, st.name, root, r)
+    sig = (('root', root),) if vector else (('root', root),)
+    _run(self, op, sig, mine, finish, stay=True)
+
+
+def _scatter(self, op, sendbuf, recvbuf, root):
+    root = self._root(root)
+    s = self._s
+    size = len(s.group)
+    at_root = s.rank == root
+    send = parse_vector(sendbuf, size, '{} send buffer'.format(op)) \
+        if at_root else None
+    recv = parse(recvbuf, '{} receive buffer'.format(op))
+    in_place = recv is not None and recv.in_place
+    if in_place and not at_root:
+        raise ValueError('{}: IN_PLACE is only valid at the root (rank {} '
+                         'is not root {})'.format(op, s.rank, root))
+
+    def finish(st, slot):
+        if in_place:
+            return
+        _copy(recv.head(), slot.args[root].part(st.rank), op, st.name,
+              st.rank, root)
+    _run(self, op, (('root', root),), send, finish, stay=True)
+
+
+def _allgather(self, op, sendbuf, recvbuf):
+    s = self._s
+    size = len(s.group)
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op))
+    send = parse(sendbuf, '{} send buffer'.format(op))
+    in_place = send.in_place
+    mine = recv.part(s.rank) if in_place else send.head()
+
+    def finish(st, slot):
+        for r in range(size):
+            if r != st.rank or not in_place:
+                _copy(recv.part(r), slot.args[r], op, st.name, st.rank, r)
+    _run(self, op, (('dtype', str(recv.dtype)),), mine, finish, stay=True)
+
+
+def _alltoall(self, op, sendbuf, recvbuf):
+    s = self._s
+    size = len(s.group)
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op))
+    send = parse(sendbuf, '{} send buffer'.format(op))
+    if send.in_place:
+        # Others read our blocks while we overwrite them: send a snapshot.
+        send = parse_vector([recv.data.copy(), recv.counts, recv.displs,
+                             recv.datatype], size, op)
+    else:
+        send = parse_vector(sendbuf, size, '{} send buffer'.format(op))
+
+    def finish(st, slot):
+        for r in range(size):
+            _copy(recv.part(r), slot.args[r].part(st.rank), op, st.name,
+                  st.rank, r)
+    _run(self, op, (('dtype', str(recv.dtype)),), send, finish, stay=True)
+
+
+def _check_same_datatype(send, recv):
+    """mpi4py refuses a reduction whose buffers name two datatypes
+    (``[a, MPI.INT32_T]`` with an int32 array, which is ``MPI.INT``)."""
+    if send is not None and recv is not None and not send.in_place and \
+            not recv.in_place and send.datatype != recv.datatype:
+        raise ValueError('mismatch in send and receive MPI datatypes')
+
+
+def _reduction_buffers(self, op_name, sendbuf, recvbuf):
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    _check_same_datatype(send, recv)
+    if send.in_place:
+        source = recv.head()
+    else:
+        source = send.head()
+        if recv is not None and recv.count < source.size:
+            raise MPIException(ERR_TRUNCATE, '{}: receive buffer of {} '
+                               'elements for {} sent'.format(
+                                   op_name, recv.count, source.size))
+    return send, recv, source
+
+
+def _check_blocks(op_name, name, args):
+    first = args[0]
+    for r, a in enumerate(args):
+        if a.dtype != first.dtype or a.size != first.size:
+            raise CollectiveMismatchError(
+                '{} on {}: rank 0 contributes {} x {} but rank {} '
+                'contributes {} x {}'.format(op_name, name, first.size,
+                                             first.dtype, r, a.size,
+                                             a.dtype))
+
+
+def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
+    s = self._s
+    send, recv, source = _reduction_buffers(self, op_name, sendbuf, recvbuf)
+    op = _check_op(op, source.dtype, op_name)
+    out = recv.head(source.size)
+    sig = (('op', op.name), ('count', source.size),
+           ('dtype', str(source.dtype)))
+    size = len(s.group)
+    if op_name == 'Iallreduce':
+        plan = order.iallreduce_plan(size, source.size, source.itemsize,
+                                     send.in_place, op.commute)
+    else:
+        plan = order.allreduce_plan(size, source.size, source.itemsize,
+                                    op.commute)
+    if source.nbytes < _SHARED_REDUCTION_BYTES or size == 1:
+        def combine(args):
+            result = np.empty_like(args[0])
+            order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
+            return result
+
+        def finish(st, slot):
+            out[...] = slot.result
+        return sig, source, finish, combine, False
+
+    def reduce_range(slot_args, reducer, lo, hi):
+        # ``reducer`` reduces [lo, hi) and writes it into every rank's
+        # result: nobody else reads that range, so in-place buffers are
+        # safe. Chunks small enough for the cache make it one pass over
+        # memory.
+        args = [a[0] for a in slot_args]
+        outs = [a[1] for a in slot_args]
+        mine = outs[reducer]
+        step = max(1, _CHUNK_BYTES // args[0].itemsize)
+        for a in range(lo, hi, step):
+            b = min(hi, a + step)
+            order.reduce_plan_into(plan, op, args, mine[a:b], a, b)
+            for r in range(size):
+                if r != reducer:
+                    outs[r][a:b] = mine[a:b]
+
+    if op_name == 'Iallreduce':
+        # The whole reduction on a progress thread started by the last
+        # arrival: the ranks compute meanwhile, and Wait only waits.
+        def progress(slot_args):
+            reduce_range(slot_args, 0, 0, slot_args[0][0].size)
+        return sig, (source, out), None, progress, False
+
+    def finish_shared(st, slot):
+        # Rank i reduces slice i, all ranks at once.
+        n = source.size
+        reduce_range(slot.args, st.rank, n * st.rank // size,
+                     n * (st.rank + 1) // size)
+    return sig, (source, out), finish_shared, None, True
+
+
+def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
+    op = _check_op(op)
+    s = self._s
+    size = len(s.group)
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    _check_same_datatype(send, recv)
+    in_place = send.in_place
+    source = recv.data if in_place else send.data
+    _check_op(op, source.dtype, op_name)
+    uniform = counts is None
+    if uniform:
+        if source.size < recv.count * size and not in_place:
+            raise ValueError('{}: send buffer holds {} elements, needs {} '
+                             'x {}'.format(op_name, source.size, size,
+                                           recv.count))
+        block = (source.size // size) if in_place else recv.count
+        counts = [block] * size
+    counts = [int(c) for c in counts]
+    if not uniform and not in_place and recv.count != counts[s.rank]:
+        # mpi4py checks this before communicating, on every rank.
+        raise ValueError('mismatch in receive count {} and counts[{}] '
+                         '{}'.format(recv.count, s.rank, counts[s.rank]))
+    displs = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
+    total = displs[-1]
+    lo, hi = displs[s.rank], displs[s.rank + 1]
+    dest = recv.data[:hi - lo]
+
+    if uniform:
+        plan = order.reduce_scatter_block_plan(size, counts[0],
+                                               source.itemsize, op.commute)
+    else:
+        plan = order.reduce_scatter_plan(size, counts, source.itemsize,
+                                         op.commute)
+
+    def finish(st, slot):
+        args = slot.args
+        _check_blocks(op_name, st.name, args)
+        tmp = np.empty(hi - lo, dtype=source.dtype)
+        order.reduce_plan_into(plan, op, args, tmp, lo, hi)
+        return tmp
+
+    sig = (('op', op.name), ('counts', tuple(counts)),
+           ('dtype', str(source.dtype)))
+    tmp = _run(self, op_name, sig, source[:total], finish, stay=True)
+    # Written only after everyone left: with IN_PLACE our buffer was input.
+    dest[...] = tmp
+
+
+class Collectives:
+    """Object and buffer collectives; mixed into ``simulator.mpi.Comm``."""
+
+    def barrier(self):
+        """Wait until every rank of the communicator arrives."""
+        _run(self, 'barrier', (), None)
+
+    def Barrier(self):  # noqa: N802
+        """Wait until every rank of the communicator arrives."""
+        _run(self, 'Barrier', (), None)
+
+    def Ibarrier(self):  # noqa: N802
+        """Start a barrier; the request completes when all ranks arrived."""
+        s, slot, record = _start(self, 'Ibarrier', (), None)
+        return _CollectiveRequest(s, slot, record)
+
+    def bcast(self, obj, root=0):
+        """Broadcast a picklable object from ``root``; all ranks return
+        it."""
+        root = self._root(root)
+        mine = pickle.dumps(obj, _PICKLE) if self._s.rank == root else None
+        return _run(self, 'bcast', (('root', root),), mine,
+                    lambda s, slot: pickle.loads(slot.args[root]))
+
+    def gather(self, sendobj, root=0):
+        """A list of every rank's object at ``root``; None elsewhere."""
+        root = self._root(root)
+
+        def finish(s, slot):
+            if s.rank != root:
+                return None
+            return [pickle.loads(a) for a in slot.args]
+        return _run(self, 'gather', (('root', root),),
+                    pickle.dumps(sendobj, _PICKLE), finish)
+
+    def scatter(self, sendobj, root=0):
+        """Item ``i`` of root's sequence goes to rank ``i``."""
+        root = self._root(root)
+        mine = _split_items(self, sendobj, 'scatter') \
+            if self._s.rank == root else None
+        return _run(self, 'scatter', (('root', root),), mine,
+                    lambda s, slot: pickle.loads(slot.args[root][s.rank]))
+
+    def allgather(self, sendobj):
+        """Every rank's object, in rank order, on every rank."""
+        return _run(self, 'allgather', (), pickle.dumps(sendobj, _PICKLE),
+                    lambda s, slot: [pickle.loads(a) for a in slot.args])
+
+    def alltoall(self, sendobj):
+        """Rank ``i`` gets item ``i`` of every rank's sequence."""
+        return _run(self, 'alltoall', (), _split_items(self, sendobj,
+                                                       'alltoall'),
+                    lambda s, slot: [pickle.loads(a[s.rank])
+                                     for a in slot.args])
+
+    def allreduce(self, sendobj, op=SUM):
+        """``op`` over every rank's object (mpi4py's binomial tree, lower
+        ranks on the left); all ranks get it."""
+        op = _check_op(op)
+        return _run(self, 'allreduce', (('op', op.name),),
+                    pickle.dumps(sendobj, _PICKLE),
+                    lambda s, slot: pickle.loads(slot.result),
+                    combine=_reduce_objects(op))
+
+    def reduce(self, sendobj, op=SUM, root=0):
+        """``op`` over every rank's object at ``root``; None elsewhere."""
+        op = _check_op(op)
+        root = self._root(root)
+        return _run(self, 'reduce', (('op', op.name), ('root', root)),
+                    pickle.dumps(sendobj, _PICKLE),
+                    lambda s, slot: pickle.loads(slot.result)
+                    if s.rank == root else None,
+                    combine=_reduce_objects(op))
+
+    def scan(self, sendobj, op=SUM):
+        """Inclusive prefix reduction of objects over ranks 0..rank."""
+        op = _check_op(op)
+        return _run(self, 'scan', (('op', op.name),),
+                    pickle.dumps(sendobj, _PICKLE),
+                    lambda s, slot: pickle.loads(slot.result[s.rank]),
+                    combine=_prefix(op, False))
+
+    def exscan(self, sendobj, op=SUM):
+        """Exclusive prefix reduction (None on rank 0)."""
+        op = _check_op(op)
+        return _run(self, 'exscan', (('op', op.name),),
+                    pickle.dumps(sendobj, _PICKLE),
+                    lambda s, slot: pickle.loads(slot.result[s.rank]),
+                    combine=_prefix(op, True))
+
+    def Bcast(self, buf, root=0):  # noqa: N802
+        """Copy root's buffer into every rank's buffer."""
+        root = self._root(root)
+        b = parse(buf, 'Bcast buffer')
+        mine = b.head()
+
+        def finish(s, slot):
+            if s.rank != root:
+                _copy(mine, slot.args[root], 'Bcast', s.name, s.rank, root)
+        _run(self, 'Bcast', (('root', root), ('count', b.count),
+                             ('dtype', str(mine.dtype))), mine, finish,
+             stay=True)
+
+    def Ibcast(self, buf, root=0):  # noqa: N802
+        """Non-blocking Bcast; the data is in place once the request is
+        done."""
+        root = self._root(root)
+        b = parse(buf, 'Ibcast buffer')
+        mine = b.head()
+
+        def finish(s, slot):
+            if s.rank != root:
+                _copy(mine, slot.args[root], 'Ibcast', s.name, s.rank, root)
+        s, slot, record = _start(self, 'Ibcast', (
+            ('root', root), ('count', b.count), ('dtype', str(mine.dtype))),
+            mine)
+        return _CollectiveRequest(s, slot, record, finish, stay=True)
+
+    def Gather(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Root receives every rank's block, in rank order."""
+        _gather(self, 'Gather', sendbuf, recvbuf, root, False)
+
+    def Gatherv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Gather with per-rank counts/displacements at the root."""
+        _gather(self, 'Gatherv', sendbuf, recvbuf, root, True)
+
+    def Scatter(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Rank ``i`` receives block ``i`` of root's buffer."""
+        _scatter(self, 'Scatter', sendbuf, recvbuf, root)
+
+    def Scatterv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Scatter with per-rank counts/displacements at the root."""
+        _scatter(self, 'Scatterv', sendbuf, recvbuf, root)
+
+    def Allgather(self, sendbuf, recvbuf):  # noqa: N802
+        """Every rank receives every rank's block, in rank order."""
+        _allgather(self, 'Allgather', sendbuf, recvbuf)
+
+    def Allgatherv(self, sendbuf, recvbuf):  # noqa: N802
+        """Allgather with per-rank counts/displacements."""
+        _allgather(self, 'Allgatherv', sendbuf, recvbuf)
+
+    def Alltoall(self, sendbuf, recvbuf):  # noqa: N802
+        """Block ``j`` of rank ``i`` goes to block ``i`` of rank ``j``."""
+        _alltoall(self, 'Alltoall', sendbuf, recvbuf)
+
+    def Alltoallv(self, sendbuf, recvbuf):  # noqa: N802
+        """Alltoall with per-rank counts/displacements."""
+        _alltoall(self, 'Alltoallv', sendbuf, recvbuf)
+
+    def Allreduce(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+        """Every rank's ``recvbuf`` gets ``op`` over every rank's
+        ``sendbuf``."""
+        sig, arg, finish, combine, shared = _allreduce_parts(
+            self, 'Allreduce', sendbuf, recvbuf, op)
+        _run(self, 'Allreduce', sig, arg, finish, combine, stay=shared)
+
+    def Iallreduce(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+        """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
+        sig, arg, finish, combine, shared = _allreduce_parts(
+            self, 'Iallreduce', sendbuf, recvbuf, op)
+        if finish is None:      # "combine" is the progress-thread reduction
+            s, slot, record = _start(self, 'Iallreduce', sig, arg,
+                                     progress=combine)
+            return _CollectiveRequest(s, slot, record)
+        s, slot, record = _start(self, 'Iallreduce', sig, arg, combine)
+        return _CollectiveRequest(s, slot, record, finish, stay=shared)
+
+    def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
+        """Root's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""
+        op = _check_op(op)
+        root = self._root(root)
+        s = self._s
+        at_root = s.rank == root
+        send = parse(sendbuf, 'Reduce send buffer')
+        if send.in_place:
+            if not at_root:
+                raise ValueError('Reduce: IN_PLACE is only valid at the root')
+            source = parse(recvbuf, 'Reduce receive buffer').head()
+        else:
+            source = send.head()
+        _check_op(op, source.dtype, 'Reduce')
+        if at_root:
+            _check_same_datatype(send, parse(recvbuf, 'Reduce receive buffer'))
+        out = parse(recvbuf, 'Reduce receive buffer').head(source.size) \
+            if at_root else None
+
+        def combine(args):
+            _check_blocks('Reduce', s.name, args)
+            result = np.empty_like(args[0])
+            plan = order.reduce_plan(len(args), source.size, source.itemsize,
+                                     root, op.commute)
+            order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
+            return result
+
+        def finish(st, slot):
+            if at_root:
+                out[...] = slot.result
+        _run(self, 'Reduce', (('op', op.name), ('root', root),
+                              ('count', source.size),
+                              ('dtype', str(source.dtype))),
+             source, finish, combine)
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+        """Rank ``i`` gets block ``i`` of the ``op``-reduction of all sends."""
+        _reduce_scatter(self, 'Reduce_scatter_block', sendbuf, recvbuf, None,
+                        op)
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None,  # noqa: N802
+                       op=SUM):
+        """Reduce_scatter with per-rank ``recvcounts``."""
+        _reduce_scatter(self, 'Reduce_scatter', sendbuf, recvbuf, recvcounts,
+                        op)

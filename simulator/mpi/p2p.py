@@ -1,0 +1,288 @@
+"""Point-to-point methods of ``Comm`` (objects and buffers), as a mixin.
+
+Object methods (lowercase) pickle like mpi4py; buffer methods
+(capitalised) take mpi4py buffer specs and copy the data at call time.
+Matching is the engine's (:mod:`simulator.engine.p2p`); this module turns
+payloads into messages and messages back into objects or buffer contents,
+with mpi4py's errors. The mixin relies on ``Comm``'s ``_s`` (the rank's
+:class:`~simulator.engine.communicator.CommState`) and argument checks.
+"""
+import pickle
+
+from simulator.engine import activity, p2p
+from simulator.engine.reports import Report
+from simulator.engine.trace import CallRecord, capture
+from simulator.errors import MessageMismatchError, UnmatchedMessageError
+from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.constants import PROC_NULL
+from simulator.mpi.datatypes import parse
+from simulator.mpi.request import Request
+
+__all__ = ['PointToPoint', 'OBJECT', 'BUFFER']
+
+OBJECT = 'object'
+BUFFER = 'buffer'
+_PICKLE = pickle.HIGHEST_PROTOCOL
+
+
+class RecvRequest(Request):
+    """A receive: on completion the message becomes an object (lowercase
+    calls) or is copied into the receive buffer."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, recv, kind, buf):
+        super().__init__(recv)
+        self._kind = kind
+        self._buf = buf
+
+    def Cancel(self):  # noqa: N802
+        """Withdraw the receive if no message has matched it yet."""
+        recv = self._activity
+        with recv.world.lock:
+            p2p.cancel(recv)
+
+    def _finish(self, status):
+        recv = self._activity
+        if recv.cancelled:
+            if status is not None:
+                status.cancelled = True
+            return None
+        msg = recv.message
+        if status is not None:
+            status._fill(msg.source, msg.tag, msg.nbytes)
+        if msg.kind != self._kind:
+            raise MessageMismatchError(
+                'rank {} received with {} a {} message from rank {} (tag '
+                '{}, comm {}) sent by {}: object (lowercase) and buffer '
+                '(capitalised) calls do not mix'.format(
+                    recv.record.rank, recv.record.op, msg.kind, msg.source,
+                    msg.tag, recv.comm_name, msg.record.describe()))
+        if msg.kind == OBJECT:
+            return pickle.loads(msg.payload)
+        self._deliver_buffer(msg)
+        return None
+
+    def _deliver_buffer(self, msg):
+        buf = self._buf
+        data = msg.payload
+        record = self._activity.record
+        comm_name = self._activity.comm_name
+        if buf.datatype.dtype != data.dtype:
+            raise MessageMismatchError(
+                'rank {} {}: receive buffer holds {} ({}) but the message '
+                'from rank {} (tag={}, comm={}) holds {} ({}); sent by {} '
+                'at {}'.format(
+                    record.rank, record.describe(), buf.datatype.name,
+                    buf.datatype.dtype, msg.source, msg.tag, comm_name,
+                    msg.datatype.name, data.dtype, msg.record.op,
+                    msg.record.where))
+        if data.size > buf.count:
+            raise MPIException(ERR_TRUNCATE, 'rank {}: {} of {} elements '
+                               'cannot hold the {} sent by rank {} with tag '
+                               '{} on {}'.format(
+                                   record.rank, record.op, buf.count,
+                                   data.size, msg.source, msg.tag,
+                                   comm_name))
+        buf.data[:data.size] = data
+
+
+class PointToPoint:
+    """Sends, receives and probes; mixed into ``simulator.mpi.Comm``."""
+
+    def _isend(self, op, kind, payload, datatype, dest, tag, sync=False):
+        s = self._s
+        if type(dest) is not int or not 0 <= dest < len(s.group):
+            dest = self._peer(dest, 'destination', False)
+        if type(tag) is not int or tag < 0:
+            tag = self._tag(tag, False)
+        record = CallRecord(op, s.world_rank, dest, tag, s.name,
+                            raw=capture(3))
+        world = s.world
+        if dest == PROC_NULL:
+            return Request()
+        msg = p2p.Message(s.rank, tag, kind, payload, datatype, record,
+                          len(payload) if kind == OBJECT else
+                          payload.nbytes)
+        rendezvous = sync or world.send_mode == 'rendezvous'
+        with world.lock:
+            world.raise_if_broken(s.world_rank)
+            send = p2p.post_send(world, s.ctx, s.group[dest], msg,
+                                 rendezvous)
+            if world.finished[s.group[dest]]:
+                # Certain already: nobody will ever receive it.
+                report = Report.from_world(world, kind='unmatched')
+                world.break_with(UnmatchedMessageError(report.format(
+                    'rank {} sent a message to rank {}, which has already '
+                    'finished'.format(s.world_rank, s.group[dest])),
+                    report=report))
+                world.raise_if_broken(s.world_rank)
+            return Request(send)
+
+    def _irecv(self, op, kind, buf, source, tag, block=False):
+        s = self._s
+        if type(source) is not int or not 0 <= source < len(s.group):
+            source = self._peer(source, 'source', True)
+        if type(tag) is not int or tag < 0:
+            tag = self._tag(tag, True)
+        record = CallRecord(op, s.world_rank, source, tag, s.name,
+                            raw=capture(3))
+        world = s.world
+        recv = p2p.Recv(world, s.world_rank, record, source, tag, s.group,
+                        s.name)
+        request = RecvRequest(recv, kind, buf)
+        if source == PROC_NULL:
+            # Nothing is received: the status counts 0 bytes, even for
+            # an object receive (whose payload is a pickled None).
+            recv.message = p2p.Message(
+                PROC_NULL, ANY_TAG, kind,
+                pickle.dumps(None) if kind == OBJECT else
+                buf.data[:0].copy(), buf and buf.datatype, record, 0)
+            return request
+        with world.lock:
+            world.raise_if_broken(s.world_rank)
+            p2p.post_recv(world, s.ctx, recv)
+            if block:
+                # One lock round trip for a blocking receive.
+                world.block(recv.ready, record, recv.hopeless)
+        return request
+
+    def _send_buffer(self, op, buf, dest, tag, sync=False):
+        b = parse(buf, op)
+        return self._isend(op, BUFFER, b.data[:b.count].copy(), b.datatype,
+                           dest, tag, sync)
+
+    def send(self, obj, dest, tag=0):
+        """Send a picklable object (eager: returns at once)."""
+        self._isend('send', OBJECT, pickle.dumps(obj, _PICKLE), None,
+                    dest, tag).wait()
+
+    def ssend(self, obj, dest, tag=0):
+        """Send an object; return only once it is received."""
+        self._isend('ssend', OBJECT, pickle.dumps(obj, _PICKLE), None,
+                    dest, tag, sync=True).wait()
+
+    def isend(self, obj, dest, tag=0):
+        """Start sending an object; ``wait()`` returns None."""
+        return self._isend('isend', OBJECT, pickle.dumps(obj, _PICKLE),
+                           None, dest, tag)
+
+    def issend(self, obj, dest, tag=0):
+        """Start a synchronous object send."""
+        return self._isend('issend', OBJECT, pickle.dumps(obj, _PICKLE),
+                           None, dest, tag, sync=True)
+
+    def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Receive and return an object."""
+        return self._irecv('recv', OBJECT, None, source, tag,
+                           True)._complete(status)
+
+    def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
+        """Start receiving an object; ``wait()`` returns it."""
+        return self._irecv('irecv', OBJECT, None, source, tag)
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None,
+                 source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+        """Send ``sendobj`` to ``dest`` and receive an object."""
+        sreq = self._isend('sendrecv', OBJECT,
+                           pickle.dumps(sendobj, _PICKLE), None, dest,
+                           sendtag)
+        obj = self._irecv('sendrecv', OBJECT, None, source,
+                          recvtag).wait(status)
+        sreq.wait()
+        return obj
+
+    def Send(self, buf, dest, tag=0):  # noqa: N802
+        """Send a buffer (copied now)."""
+        self._send_buffer('Send', buf, dest, tag).Wait()
+
+    def Ssend(self, buf, dest, tag=0):  # noqa: N802
+        """Send a buffer; return once it is received."""
+        self._send_buffer('Ssend', buf, dest, tag, sync=True).Wait()
+
+    def Isend(self, buf, dest, tag=0):  # noqa: N802
+        """Start sending a buffer."""
+        return self._send_buffer('Isend', buf, dest, tag)
+
+    def Issend(self, buf, dest, tag=0):  # noqa: N802
+        """Start a synchronous buffer send."""
+        return self._send_buffer('Issend', buf, dest, tag, sync=True)
+
+    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+             status=None):
+        """Receive into a buffer."""
+        b = parse(buf, 'Recv buffer')
+        self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
+
+    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):  # noqa: N802
+        """Start receiving into a buffer."""
+        b = parse(buf, 'Irecv buffer')
+        return self._irecv('Irecv', BUFFER, b, source, tag)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0,  # noqa: N802
+                 recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG,
+                 status=None):
+        """Send one buffer and receive another."""
+        sreq = self._send_buffer('Sendrecv', sendbuf, dest, sendtag)
+        b = parse(recvbuf, 'Sendrecv receive buffer')
+        self._irecv('Sendrecv', BUFFER, b, source, recvtag).Wait(status)
+        sreq.Wait()
+
+    def Sendrecv_replace(self, buf, dest, sendtag=0,  # noqa: N802
+                         source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
+        """Send a buffer, then receive into the same buffer."""
+        sreq = self._send_buffer('Sendrecv_replace', buf, dest, sendtag)
+        b = parse(buf, 'Sendrecv_replace buffer')
+        self._irecv('Sendrecv_replace', BUFFER, b, source,
+                    recvtag).Wait(status)
+        sreq.Wait()
+
+    def _probe(self, op, source, tag, status, block):
+        s = self._s
+        source = self._peer(source, 'source', True)
+        tag = self._tag(tag, True)
+        if source == PROC_NULL:
+            if status is not None:
+                status._fill(PROC_NULL, ANY_TAG, 0)
+            return True
+        world = s.world
+        record = CallRecord(op, s.world_rank, source, tag, s.name,
+                            raw=capture(3))
+        found = []
+
+        def arrived():
+            msg = p2p.find_message(world, s.world_rank, s.ctx, source, tag,
+                                   False)
+            if msg is not None:
+                found.append(msg)
+            return msg is not None
+
+        if block:
+            activity.wait(activity.Condition(world, s.world_rank, record,
+                                             arrived))
+        elif not activity.test(activity.Condition(world, s.world_rank,
+                                                  record, arrived)):
+            return False
+        msg = found[-1]
+        if status is not None:
+            status._fill(msg.source, msg.tag, msg.nbytes)
+        return True
+
+    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+              status=None):
+        """Block until a matching message is queued."""
+        return self._probe('Probe', source, tag, status, True)
+
+    def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+               status=None):
+        """True when a matching message is queued."""
+        return self._probe('Iprobe', source, tag, status, False)
+
+    def probe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """Block until a matching message is queued."""
+        return self._probe('probe', source, tag, status, True)
+
+    def iprobe(self, source=ANY_SOURCE, tag=ANY_TAG, status=None):
+        """True when a matching message is queued."""
+        return self._probe('iprobe', source, tag, status, False)

@@ -1,0 +1,81 @@
+"""Buffer prefix reductions ``Scan`` and ``Exscan``, a ``Comm`` mixin.
+
+Open MPI 5.0 (single node, default parameters) runs both with
+``coll/basic``'s linear algorithm: rank ``r`` receives the prefix of ranks
+``0..r-1`` and combines it with its own block, so every prefix is the left
+chain ``((x0 op x1) op x2) ... op xr``. The simulator combines in that
+order, which makes float results bit-identical (checked by
+tests/simulator/test_conformance_collectives.py under mpiexec).
+"""
+import numpy as np
+
+from simulator.mpi.coll import (_check_blocks, _check_op,
+                                _check_same_datatype, _run)
+from simulator.mpi.constants import ERR_TRUNCATE
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.datatypes import parse
+from simulator.mpi.ops import OP_NAMES
+
+__all__ = ['Scans']
+
+SUM = OP_NAMES['SUM']
+
+
+def _left_chain_prefixes(op, args, exclusive):
+    """Every rank's prefix; None for rank 0 of an exclusive scan."""
+    prefixes, acc = [], None
+    for block in args:
+        if exclusive:
+            prefixes.append(None if acc is None else acc)
+        if acc is None:
+            acc = block.copy()
+        else:
+            combined = np.empty_like(block)
+            op.combine_into(combined, acc, block)
+            acc = combined
+        if not exclusive:
+            prefixes.append(acc)
+    return prefixes
+
+
+def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
+    op = _check_op(op)
+    s = self._s
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    _check_same_datatype(send, recv)
+    source = recv.head() if send.in_place else send.head()
+    _check_op(op, source.dtype, op_name)
+    if recv.count < source.size:
+        raise MPIException(ERR_TRUNCATE, '{}: receive buffer of {} '
+                           'elements for {} sent'.format(
+                               op_name, recv.count, source.size))
+    out = recv.head(source.size)
+
+    def combine(args):
+        # Runs once every rank has arrived and before any leaves, so the
+        # contributions can be read in place (IN_PLACE included).
+        _check_blocks(op_name, s.name, args)
+        return _left_chain_prefixes(op, args, exclusive)
+
+    def finish(st, slot):
+        prefix = slot.result[st.rank]
+        # Open MPI leaves rank 0's receive buffer alone in Exscan.
+        if prefix is not None:
+            out[...] = prefix
+    _run(self, op_name, (('op', op.name), ('count', source.size),
+                         ('dtype', str(source.dtype))),
+         source, finish, combine)
+
+
+class Scans:
+    """Buffer prefix reductions; mixed into ``simulator.mpi.Comm``."""
+
+    def Scan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+        """Rank ``r`` gets ``op`` over the blocks of ranks ``0..r``."""
+        _scan(self, 'Scan', sendbuf, recvbuf, op, exclusive=False)
+
+    def Exscan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+        """Rank ``r > 0`` gets ``op`` over the blocks of ranks ``0..r-1``;
+        rank 0's receive buffer is left as it was."""
+        _scan(self, 'Exscan', sendbuf, recvbuf, op, exclusive=True)

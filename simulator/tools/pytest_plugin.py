@@ -1,0 +1,240 @@
+"""pytest plugin: one multi-rank test body, two worlds.
+
+A test that takes the ``mpi_comm`` fixture and carries the ``mpi`` marker::
+
+    @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode='eager')
+    def test_ring(mpi_comm):
+        ...
+
+runs
+
+- in-process (plain ``pytest``): once per size, every rank a simulator thread,
+  ``mpi_comm`` being that rank's ``simulator.mpi`` communicator;
+- under ``mpiexec -n N python -m pytest -m mpi``: once per size <= N, on a
+  communicator split from ``MPI.COMM_WORLD`` holding ranks ``0..size-1`` (the
+  other ranks skip). Every rank runs the same tests in the same order.
+
+``nodes`` and ``send_mode`` only shape the simulated world; under mpiexec the
+real topology and Open MPI's own protocol apply. Tests that cannot run under
+real MPI (a deliberate deadlock, say) use ``@pytest.mark.simulator_only(why)``
+and are deselected there.
+
+Under mpiexec a failing rank must not leave its peers blocked: after each
+test every rank meets the others in a non-blocking barrier; a rank that
+failed waits for it at most ``--mpi-grace`` seconds and then aborts the job
+(after printing its traceback), and ``--mpi-timeout`` bounds every test.
+"""
+import faulthandler
+import os
+import sys
+import time
+import traceback
+
+import pytest
+
+__all__ = ['WorldSpec', 'under_mpiexec']
+
+DEFAULT_SIZES = (1, 2, 3, 4, 8)
+
+_MPI_ENV_VARS = ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_RANK',
+                 'MPI_LOCALNRANKS')
+
+
+def under_mpiexec():
+    """True when this process was started by mpiexec (any common launcher)."""
+    return any(v in os.environ for v in _MPI_ENV_VARS)
+
+
+class WorldSpec:
+    """The simulated world a test asks for (size, nodes, send mode)."""
+
+    def __init__(self, size, nodes=1, send_mode='eager'):
+        self.size = size
+        self.nodes = nodes
+        self.send_mode = send_mode
+
+    def __repr__(self):
+        return 'WorldSpec(size={}, nodes={}, send_mode={!r})'.format(
+            self.size, self.nodes, self.send_mode)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup('simulator')
+    group.addoption('--mpi', action='store_true', default=None,
+                    help='run the mpi-marked tests on real MPI (implied '
+                         'when started by mpiexec)')
+    group.addoption('--mpi-timeout', type=float, default=300.0,
+                    help='under mpiexec: seconds one test may take before '
+                         'every stack is dumped and the job aborted')
+    group.addoption('--mpi-grace', type=float, default=20.0,
+                    help='under mpiexec: seconds a failed rank waits for '
+                         'its peers before aborting the job')
+    group.addoption('--sim-timeout', type=float, default=120.0,
+                    help='simulator backstop timeout per multi-rank test')
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode="eager"): '
+        'a multi-rank test that takes the mpi_comm fixture and runs on the '
+        'simulator and under mpiexec')
+    config.addinivalue_line(
+        'markers', 'simulator_only(reason): a multi-rank test that cannot '
+        'run under real MPI; the reason says why')
+    if config.getoption('--mpi') is None:
+        config.option.mpi = under_mpiexec()
+
+
+def _real_mode(config):
+    return bool(config.getoption('--mpi'))
+
+
+def _world_comm():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD
+
+
+def pytest_collection_modifyitems(config, items):
+    if not _real_mode(config):
+        return
+    # Under mpiexec only the mpi-marked tests run: the rest would just be
+    # repeated once per rank.
+    keep, drop = [], []
+    for item in items:
+        wanted = (item.get_closest_marker('mpi') is not None
+                  and item.get_closest_marker('simulator_only') is None)
+        (keep if wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_generate_tests(metafunc):
+    if 'mpi_comm' not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker('mpi')
+    kwargs = dict(marker.kwargs) if marker else {}
+    sizes = tuple(kwargs.pop('sizes', DEFAULT_SIZES))
+    nodes = kwargs.pop('nodes', 1)
+    send_mode = kwargs.pop('send_mode', 'eager')
+    if kwargs:
+        raise TypeError('unknown mpi marker arguments: {}'.format(
+            sorted(kwargs)))
+    world_size = (_world_comm().Get_size() if _real_mode(metafunc.config)
+                  else None)
+    params = []
+    for size in sizes:
+        n = nodes if size >= nodes and size % nodes == 0 else 1
+        spec = WorldSpec(size, n, send_mode)
+        marks = ()
+        if world_size is not None and size > world_size:
+            # Shown as a skip (not silently dropped or shrunk) so that a
+            # 3-rank test under `mpiexec -n 2` says it did not run.
+            marks = pytest.mark.skip(reason='needs {} ranks; mpiexec '
+                                     'started {}'.format(size, world_size))
+        params.append(pytest.param(
+            spec, marks=marks,
+            id='np{}{}'.format(size, 'x{}nodes'.format(n) if n > 1 else '')))
+    metafunc.parametrize('mpi_comm', params, indirect=True)
+
+
+@pytest.fixture
+def mpi_comm(request):
+    """This rank's mpi4py-like communicator (see the module docstring)."""
+    spec = getattr(request, 'param', None) or WorldSpec(1)
+    if not _real_mode(request.config):
+        # The body runs in pytest_pyfunc_call, once per rank thread.
+        yield spec
+        return
+    from mpi4py import MPI
+    world = MPI.COMM_WORLD
+    member = world.Get_rank() < spec.size
+    comm = world.Split(0 if member else MPI.UNDEFINED, world.Get_rank())
+    if not member:
+        pytest.skip('rank {} is outside this size-{} world'.format(
+            world.Get_rank(), spec.size))
+    try:
+        yield comm
+    finally:
+        comm.Free()
+
+
+@pytest.fixture
+def MPI(request):  # noqa: N802 -- named as the module tests use it as
+    """The MPI module matching ``mpi_comm``: simulator.mpi or mpi4py.MPI."""
+    if _real_mode(request.config):
+        from mpi4py import MPI
+        return MPI
+    from simulator import mpi
+    return mpi
+
+
+def _call_args(pyfuncitem):
+    names = pyfuncitem._fixtureinfo.argnames
+    return {name: pyfuncitem.funcargs[name] for name in names}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    spec = pyfuncitem.funcargs.get('mpi_comm')
+    if isinstance(spec, WorldSpec):
+        return _run_simulated(pyfuncitem, spec)
+    if _real_mode(pyfuncitem.config) and 'mpi_comm' in pyfuncitem.funcargs:
+        return _run_real(pyfuncitem)
+    return None
+
+
+def _run_simulated(pyfuncitem, spec):
+    from simulator.tools import launch
+    test = pyfuncitem.obj
+    args = _call_args(pyfuncitem)
+
+    def body(comm):
+        test(**dict(args, mpi_comm=comm))
+
+    launch.run(body, spec.size, nodes=spec.nodes,
+                  send_mode=spec.send_mode,
+                  timeout=pyfuncitem.config.getoption('--sim-timeout'))
+    return True
+
+
+def _run_real(pyfuncitem):
+    comm = pyfuncitem.funcargs['mpi_comm']
+    config = pyfuncitem.config
+    faulthandler.dump_traceback_later(config.getoption('--mpi-timeout'),
+                                      exit=True)
+    try:
+        error = None
+        try:
+            pyfuncitem.obj(**_call_args(pyfuncitem))
+        except (pytest.skip.Exception, pytest.xfail.Exception):
+            raise
+        except BaseException as e:  # noqa: B902 -- reported, then re-raised
+            error = e
+        _meet_peers(comm, error, grace=config.getoption('--mpi-grace'),
+                    nodeid=pyfuncitem.nodeid, config=config)
+        if error is not None:
+            raise error
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    return True
+
+
+def _meet_peers(comm, error, grace, nodeid, config):
+    """Barrier after a test; a failed rank aborts if its peers never come."""
+    request = comm.Ibarrier()
+    deadline = None if error is None else time.monotonic() + grace
+    while not request.Test():
+        if deadline is not None and time.monotonic() > deadline:
+            from mpi4py import MPI
+            # Captured output would die with the job: write past pytest.
+            capture = config.pluginmanager.getplugin('capturemanager')
+            with capture.global_and_fixture_disabled():
+                sys.stderr.write(
+                    '\n[rank {}] {} failed and its peers did not finish '
+                    'within {:.0f} s; aborting the job:\n{}'.format(
+                        MPI.COMM_WORLD.Get_rank(), nodeid, grace,
+                        ''.join(traceback.format_exception(error))))
+                sys.stderr.flush()
+            MPI.COMM_WORLD.Abort(1)
+        time.sleep(0.0005 if deadline is None else 0.01)

@@ -1,0 +1,135 @@
+"""``python -m simulator -n N script.py`` runs unmodified mpi4py scripts.
+
+The scripts in ``scripts/`` import ``mpi4py`` and know nothing of the
+simulator. Each prints lines starting with ``OUT``; the launcher may put
+any rank prefix before them, which must name the printing rank. Where the
+program is correct, its output (prefixes stripped, sorted) must equal the
+output of ``mpiexec -n N python script.py``.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, 'scripts')
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+TIMEOUT_S = 120
+
+
+def _env():
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        p for p in (ROOT, SCRIPTS, env.get('PYTHONPATH')) if p)
+    # What scripts/env.sh sets, so mpiexec works as root and oversubscribed.
+    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               PRTE_MCA_rmaps_default_mapping_policy=':oversubscribe',
+               OMPI_MCA_btl='^ofi', OMPI_MCA_mtl='^ofi', OMP_NUM_THREADS='1')
+    for name in ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_RANK'):
+        env.pop(name, None)
+    return env
+
+
+def _simulate(size, *args):
+    return subprocess.run(
+        [sys.executable, '-m', 'simulator', '-n', str(size)] + list(args),
+        cwd=ROOT, env=_env(), capture_output=True, text=True,
+        timeout=TIMEOUT_S)
+
+
+def _mpiexec(size, script, *args):
+    mpiexec = (shutil.which('mpiexec', path=os.path.dirname(sys.executable))
+               or shutil.which('mpiexec'))
+    assert mpiexec, 'mpiexec not found next to {}'.format(sys.executable)
+    return subprocess.run(
+        [mpiexec, '-n', str(size), sys.executable, script] + list(args),
+        cwd=ROOT, env=_env(), capture_output=True, text=True,
+        timeout=TIMEOUT_S)
+
+
+def _script(name):
+    return os.path.join(SCRIPTS, name)
+
+
+def _payloads(stdout):
+    """(prefix, payload) of every line that carries an ``OUT`` payload."""
+    found = []
+    for line in stdout.splitlines():
+        at = line.find('OUT ')
+        if at >= 0:
+            found.append((line[:at], line[at:]))
+    return found
+
+
+def _assert_prefixes_name_ranks(found):
+    for prefix, payload in found:
+        match = re.search(r'rank=(\d+)', payload)
+        if match:
+            assert re.search(r'(?<!\d){}(?!\d)'.format(match.group(1)),
+                             prefix), (prefix, payload)
+
+
+@pytest.mark.parametrize('size', [1, 4])
+def test_ring_script_output_prefixed_and_equal_to_mpiexec(size):
+    script = _script('hello_ring.py')
+    simulated = _simulate(size, script)
+    assert simulated.returncode == 0, simulated.stderr
+    found = _payloads(simulated.stdout)
+    assert len(found) == size
+    _assert_prefixes_name_ranks(found)
+    real = _mpiexec(size, script)
+    assert real.returncode == 0, real.stderr
+    assert sorted(p for _, p in found) == sorted(
+        p for _, p in _payloads(real.stdout))
+
+
+def test_script_arguments_and_numpy_buffers_match_mpiexec():
+    script = _script('numpy_collectives.py')
+    simulated = _simulate(4, script, '5')
+    assert simulated.returncode == 0, simulated.stderr
+    found = _payloads(simulated.stdout)
+    _assert_prefixes_name_ranks(found)
+    assert "args=['5']" in found[0][1]
+    real = _mpiexec(4, script, '5')
+    assert real.returncode == 0, real.stderr
+    assert sorted(p for _, p in found) == sorted(
+        p for _, p in _payloads(real.stdout))
+
+
+def test_module_mode_runs_as_main():
+    simulated = _simulate(2, '-m', 'hello_ring')
+    assert simulated.returncode == 0, simulated.stderr
+    payloads = sorted(p for _, p in _payloads(simulated.stdout))
+    assert payloads == [
+        'OUT rank=0 size=2 got_from=1 total=1 half_rank=0 half_size=1',
+        'OUT rank=1 size=2 got_from=0 total=1 half_rank=0 half_size=1']
+
+
+def test_nodes_option_shapes_processor_names():
+    path = _script('hosts_probe.py')
+    simulated = _simulate(4, '--nodes', '2', path)
+    assert simulated.returncode == 0, simulated.stderr
+    payloads = sorted(p for _, p in _payloads(simulated.stdout))
+    assert payloads == ['OUT rank={} hosts=2 local=2'.format(r)
+                        for r in range(4)]
+
+
+def test_failing_rank_gives_nonzero_exit_and_names_the_rank():
+    simulated = _simulate(3, _script('fails_in_one_rank.py'))
+    assert simulated.returncode != 0
+    output = simulated.stdout + simulated.stderr
+    assert 'deliberate failure in this rank' in output
+    assert 'RuntimeError' in output
+    assert re.search(r'rank\D{0,3}1\b', output), output[-2000:]
+
+
+def test_deadlocking_script_is_reported_not_hung():
+    simulated = _simulate(2, '--send-mode', 'rendezvous',
+                          _script('head_to_head_recv.py'))
+    assert simulated.returncode != 0
+    output = simulated.stdout + simulated.stderr
+    assert 'DeadlockError' in output
+    assert 'head_to_head_recv.py:6' in output
