@@ -15,7 +15,7 @@ for reuse; the price is that up to 256 MiB of freed memory may stay
 mapped, and that freed blocks below the top of the heap are reused but not
 returned to the OS.
 
-Applied once per process when a communicator is created on real MPI;
+Applied once per process when a communicator is created;
 ``CHAINERMN_LITE_MALLOC_TUNING=0`` leaves malloc alone. A no-op where the C
 library is not glibc.
 """

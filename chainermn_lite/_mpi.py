@@ -9,7 +9,7 @@ import os
 
 import numpy
 
-__all__ = ['mpi_module_of', 'world_comm', 'is_simulated', 'reduce_datatype',
+__all__ = ['mpi_module_of', 'world_comm', 'reduce_datatype',
            'REDUCIBLE_DTYPES', 'check_movable_dtype', 'INT_MAX',
            'env_flag']
 
@@ -49,11 +49,6 @@ def world_comm():
             'install mpi4py or pass mpi_comm= (e.g. a simulator.mpi '
             'communicator)'.format(e)) from e
     return MPI.COMM_WORLD
-
-
-def is_simulated(comm):
-    """True for a simulator communicator (it carries ``simulated = True``)."""
-    return bool(getattr(comm, 'simulated', False))
 
 
 def reduce_datatype(module, dtype):

@@ -42,15 +42,20 @@ class _AliasLoader(importlib.abc.Loader):
 
     def __init__(self, target):
         self.target = target
+        self.spec = None
 
     def create_module(self, spec):
         if spec.name == ALIAS:
             _import_mpi_as_chainermn_does()
-        return importlib.import_module(self.target)
+        module = importlib.import_module(self.target)
+        self.spec = module.__spec__
+        return module
 
     def exec_module(self, module):
-        # Already executed under its own name by import_module above.
-        pass
+        # Already executed under its own name by import_module above; the
+        # import system has just set __spec__ to the alias's: give the
+        # module its own back (importlib.reload and find_spec read it).
+        module.__spec__ = self.spec
 
 
 def _import_mpi_as_chainermn_does():

@@ -1,11 +1,14 @@
 """Abort the whole MPI job when one rank dies of an uncaught exception.
 
 Without it, a rank that raises exits while its peers wait forever in the
-next collective. ``create_communicator`` installs the hook on real MPI by
-default (ChainerMN only does behind an environment variable). Turn it off
-with the environment variable ``CHAINERMN_LITE_NO_ABORT=1`` or
-``remove_hook()``. It is never installed for a simulator communicator:
-the simulator already turns one rank's failure into an error in the others.
+next collective. ``create_communicator`` installs the hook by default
+(ChainerMN only does behind an environment variable); it aborts through
+the communicator's own MPI module (``COMM_WORLD.Abort``), so it does the
+same on any mpi4py-like implementation: on the simulator an exception in a
+rank's main thread is reported by the simulator before any hook runs, and
+one in a thread the rank started aborts the simulated job as it would a
+real one. Turn it off with the environment variable
+``CHAINERMN_LITE_NO_ABORT=1`` or ``remove_hook()``.
 """
 import sys
 import threading
@@ -19,12 +22,19 @@ __all__ = ['add_hook', 'add_hook_if_enabled', 'remove_hook',
 NO_ABORT_ENV = 'CHAINERMN_LITE_NO_ABORT'
 
 
+# The MPI module of the last communicator the hook was installed for
+# (mpi4py's when add_hook() is called on its own).
+_state = {'module': None}
+
+
 def _abort(exc_type, exc_value, exc_tb, where):
     try:
-        from mpi4py import MPI
-        world = MPI.COMM_WORLD
+        module = _state['module']
+        if module is None:
+            from mpi4py import MPI as module
+        world = module.COMM_WORLD
         rank, size = world.Get_rank(), world.Get_size()
-    except Exception:  # noqa: B902 -- still print the original error
+    except Exception:  # still print the original error
         world, rank, size = None, '?', '?'
     sys.stderr.write('\n[chainermn_lite] uncaught exception in rank {}/{} '
                      '({}); aborting the MPI job so that the other ranks '
@@ -66,8 +76,9 @@ def remove_hook():
 
 
 def add_hook_if_enabled(mpi_comm):
-    """Install the hooks for a real-MPI communicator unless disabled."""
-    if _mpi.is_simulated(mpi_comm) or _mpi.env_flag(NO_ABORT_ENV):
+    """Install the hooks for ``mpi_comm``'s MPI unless disabled."""
+    if _mpi.env_flag(NO_ABORT_ENV):
         return False
+    _state['module'] = _mpi.mpi_module_of(mpi_comm)
     add_hook()
     return True

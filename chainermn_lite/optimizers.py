@@ -11,7 +11,6 @@ import threading
 import numpy
 
 from chainermn_lite import _mpi
-from chainermn_lite.communicators import _strategies
 
 __all__ = ['create_multi_node_optimizer']
 
@@ -76,17 +75,15 @@ class _MultiNodeOptimizer(_Wrapper):
 class _DoubleBufferingOptimizer(_Wrapper):
     """Step t applies the mean gradient of step t - 1 (one-step staleness).
 
-    On real MPI (THREAD_MULTIPLE) the grad arrays of step t themselves are
-    averaged in place by a helper thread, with the communicator's own
-    strategy on a ``Dup`` of it (Open MPI advances a non-blocking
-    collective only inside MPI calls, and its blocking algorithms are
-    faster): no copy, no extra memory. The next ``update`` waits for them
-    and binds them to the params as the grads to apply, so the arrays in
+    The grad arrays of step t themselves are averaged in place by a helper
+    thread, with the communicator's own strategy on a ``Dup`` of it (Open
+    MPI advances a non-blocking collective only inside MPI calls, and its
+    blocking algorithms are faster): no copy, no extra memory. It needs an
+    MPI that lets any thread call it (``Query_thread() ==
+    THREAD_MULTIPLE``: mpi4py's default, and the simulator's, whose ranks'
+    threads inherit their rank). The next ``update`` waits for them and
+    binds them to the params as the grads to apply, so the arrays in
     flight are never the ones a backward (or ``zerograds``) writes into.
-    Elsewhere (the simulator) the grads are packed, scaled by 1/size, into
-    one of two buffers and summed by an ``Iallreduce`` (the simulator
-    progresses a large one on its own thread); the grads applied are views
-    of that buffer, hence two.
     The first step after a broadcast only starts a reduction; gradients
     that are None are reduced as zeros.
     """
@@ -97,8 +94,6 @@ class _DoubleBufferingOptimizer(_Wrapper):
         self._own('zero_fill', zero_fill)
         self._own('_signature', None)
         self._own('_pending', None)
-        self._own('_buffers', [])
-        self._own('_next_buffer', 0)
         self._own('_thread_comm', None)
 
     def update(self, lossfun=None, *args, **kwds):
@@ -111,7 +106,6 @@ class _DoubleBufferingOptimizer(_Wrapper):
         if signature != self._signature:
             self.wait()
             self._own('_signature', signature)
-            self._own('_buffers', [])
             self.communicator.bcast_data(target)
             return
         params = _host_params(target, self.communicator.rank)
@@ -132,48 +126,23 @@ class _DoubleBufferingOptimizer(_Wrapper):
 
     def _prepare(self, params):
         """Take hold of the params' current grads; returns ``start()``,
-        which starts averaging them and returns the arrays the helper
-        thread averages in place (None when they were packed)."""
-        comm = self.communicator.mpi_comm
-        module = _mpi.mpi_module_of(comm)
-        if _progress_thread_allowed(comm, module) and \
-                hasattr(self.communicator, '_dup'):
-            if self._thread_comm is None:
-                self._own('_thread_comm', self.communicator._dup())
-            grads = [_reducible_grad(p) for p in params]
-
-            def start():
-                errors = []
-                waiter = threading.Thread(
-                    target=_mean_in_background,
-                    args=(self._thread_comm, grads, errors), daemon=True,
-                    name='chainermn_lite-double-buffering')
-                waiter.start()
-                self._own('_pending', (errors, waiter, grads))
-                return grads
-            return start
-        flat = self._buffer(params)
-        _strategies.pack_into([_reducible_grad(p) for p in params], flat,
-                              1.0 / self.communicator.size)
+        which starts the helper thread averaging them in place and returns
+        those arrays."""
+        if self._thread_comm is None:
+            _require_thread_multiple(self.communicator.mpi_comm)
+            self._own('_thread_comm', self.communicator._dup())
+        grads = [_reducible_grad(p) for p in params]
 
         def start():
-            request = comm.Iallreduce(module.IN_PLACE, flat, op=module.SUM)
-            self._own('_pending', (request, None, _split(flat, params)))
-            return None
+            errors = []
+            waiter = threading.Thread(
+                target=_mean_in_background,
+                args=(self._thread_comm, grads, errors), daemon=True,
+                name='chainermn_lite-double-buffering')
+            waiter.start()
+            self._own('_pending', (errors, waiter, grads))
+            return grads
         return start
-
-    def _buffer(self, params):
-        dtype = numpy.result_type(numpy.float32,
-                                  *[p.data.dtype for p in params])
-        size = sum(p.data.size for p in params)
-        index = self._next_buffer
-        self._own('_next_buffer', 1 - index)
-        buffers = self._buffers
-        if len(buffers) <= index or buffers[index].dtype != dtype or \
-                buffers[index].size != size:
-            del buffers[index:]
-            buffers.append(numpy.empty(size, dtype))
-        return buffers[index]
 
     def wait(self):
         """wait(): finish the reduction in flight; the mean grads (one
@@ -182,19 +151,16 @@ class _DoubleBufferingOptimizer(_Wrapper):
         if pending is None:
             return None
         self._own('_pending', None)
-        request, waiter, grads = pending
-        if waiter is not None:
-            waiter.join()
-            if request:         # the helper thread's exception
-                raise request[0]
-        else:
-            request.Wait()
+        errors, waiter, grads = pending
+        waiter.join()
+        if errors:              # the helper thread's exception
+            raise errors[0]
         return grads
 
     def _apply(self, params, grads):
         for p, grad in zip(params, grads):
-            # The packed buffer stays untouched until the step after next,
-            # when these grads are long used: no copy while dtypes agree.
+            # The averaged arrays are the grads of a step whose backward is
+            # over: no copy while dtypes agree.
             p.grad = grad if grad.dtype == p.data.dtype else \
                 grad.astype(p.data.dtype)
 
@@ -240,25 +206,19 @@ def _mean_in_background(thread_comm, grads, errors):
         errors.append(e)
 
 
-def _split(flat, params):
-    """Views of ``flat`` shaped as each param, in order."""
-    views, offset = [], 0
-    for p in params:
-        n = p.data.size
-        views.append(flat[offset:offset + n].reshape(p.data.shape))
-        offset += n
-    return views
-
-
-def _progress_thread_allowed(comm, module):
-    """A helper thread may wait on a request: real MPI with
-    THREAD_MULTIPLE (mpi4py's default level)."""
-    if _mpi.is_simulated(comm):
-        return False
-    try:
-        return module.Query_thread() == module.THREAD_MULTIPLE
-    except Exception:  # noqa: B902 -- an MPI without Query_thread
-        return False
+def _require_thread_multiple(comm):
+    """The helper thread calls MPI: refuse, naming the level, an MPI
+    initialised without THREAD_MULTIPLE."""
+    module = _mpi.mpi_module_of(comm)
+    level = module.Query_thread()
+    if level != module.THREAD_MULTIPLE:
+        raise RuntimeError(
+            'double_buffering averages gradients on a helper thread, which '
+            'needs MPI initialised with THREAD_MULTIPLE (Query_thread() '
+            'returned {}, THREAD_MULTIPLE is {}); initialise MPI with '
+            'THREAD_MULTIPLE (mpi4py.rc.thread_level = "multiple", the '
+            'default) or use double_buffering=False'.format(
+                level, module.THREAD_MULTIPLE))
 
 
 def create_multi_node_optimizer(actual_optimizer, communicator,

@@ -113,8 +113,6 @@ def create_communicator(communicator_name=None, mpi_comm=None,
 
 
 def _install_abort_hook(mpi_comm):
-    from chainermn_lite import global_except_hook
+    from chainermn_lite import _malloc, global_except_hook
     global_except_hook.add_hook_if_enabled(mpi_comm)
-    if not _mpi.is_simulated(mpi_comm):
-        from chainermn_lite import _malloc
-        _malloc.tune_malloc()
+    _malloc.tune_malloc()

@@ -11,7 +11,6 @@ import chainer.datasets
 import numpy
 
 from chainermn_lite.datasets import scatter_check
-from chainermn_lite.iterators import batch_check
 from chainermn_lite.parallel import grid
 
 __all__ = ['DataSizeError', 'scatter_dataset', 'scatter_index',
@@ -58,8 +57,8 @@ def scatter_index(n_total_samples, comm, root=0, force_equal_length=True,
     offsets.
 
     Only ``root``'s ``n_total_samples`` counts; the others may pass None.
-    ``check`` (default: on for a simulated communicator) verifies the
-    ranges with ``check_scattered``.
+    ``check`` (default: on; one small collective) verifies the ranges
+    with ``check_scattered``.
     """
     _check_root(root, comm)
     ranges = None
@@ -67,7 +66,7 @@ def scatter_index(n_total_samples, comm, root=0, force_equal_length=True,
         ranges = index_ranges(n_total_samples, comm.size,
                               force_equal_length)
     mine = tuple(comm.scatter_obj(ranges, root=root))
-    if batch_check.check_enabled(comm, check):
+    if check or check is None:
         scatter_check.check_scattered(
             mine, comm, n_total_samples if comm.rank == root else None,
             force_equal_length)
@@ -84,8 +83,8 @@ def scatter_dataset(dataset, comm, root=0, shuffle=False, seed=None,
     The dataset is broadcast from ``root`` in pieces of at most
     ``max_buf_len`` bytes; other ranks' ``dataset`` is ignored. With
     ``shuffle`` the order is a permutation from ``RandomState(seed)``.
-    ``check`` (default: on for a simulated communicator) verifies the
-    parts and the order with ``check_scattered``.
+    ``check`` (default: on; one small collective) verifies the parts and
+    the order with ``check_scattered``.
     """
     _check_root(root, comm)
     if max_buf_len <= 0 or max_buf_len > 2 ** 31 - 1:
@@ -106,7 +105,7 @@ def scatter_dataset(dataset, comm, root=0, shuffle=False, seed=None,
                                force_equal_length=force_equal_length,
                                check=False)
     part = chainer.datasets.SubDataset(dataset, begin, end, order)
-    if batch_check.check_enabled(comm, check):
+    if check or check is None:
         scatter_check.check_scattered(part, comm,
                                       force_equal_length=force_equal_length)
     return part

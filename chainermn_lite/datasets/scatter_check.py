@@ -6,8 +6,8 @@ seeds) trains on some examples twice and never on others, silently. The
 check exchanges only index ranges (or index arrays for hand-made shards)
 and a digest of the shuffle order in one ``allgather_obj``, and every rank
 raises the same ``ScatterError`` naming ranks and indices.
-``scatter_dataset`` / ``scatter_index`` run it by default on the simulator
-(``mpi_comm.simulated``) and with ``check=True`` on real MPI.
+``scatter_dataset`` / ``scatter_index`` run it unless ``check=False``: it
+runs once, when the data is scattered, in both worlds.
 """
 import numpy
 

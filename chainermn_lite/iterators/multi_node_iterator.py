@@ -45,7 +45,7 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
         if self.is_master and actual_iterator is None:
             raise ValueError('the master rank {} needs an actual iterator'
                              .format(rank_master))
-        self.check = batch_check.check_enabled(communicator, check)
+        self.check = check
         self._step = 0
         # Not ``_state``: on the master that reads through to the actual
         # iterator's IteratorState, as in ChainerMN.
@@ -92,7 +92,8 @@ class _MultiNodeIterator(chainer.dataset.Iterator):
         if stop:
             raise StopIteration
         self._step += 1
-        if self.check:
+        if batch_check.check_due(self.check, self._step,
+                                 bool(state.get('is_new_epoch'))):
             batch_check.verify_same_batch(self.communicator, batch,
                                           self._step, 'multi-node iterator')
         return batch
@@ -169,8 +170,9 @@ def create_multi_node_iterator(actual_iterator, communicator, rank_master=0,
     makes on ``rank_master`` (other ranks' ``actual_iterator`` is ignored).
 
     ``epoch``, ``is_new_epoch``, ``epoch_detail`` follow the master's.
-    ``check`` (default: on for simulated communicators) verifies at each
-    step that every rank received the same batch.
+    ``check`` verifies that every rank received the same batch (True:
+    every step; the default None: steps 1, 2, 4, 8... and each epoch's
+    last; see ``batch_check``).
     """
     return _MultiNodeIterator(actual_iterator, communicator, rank_master,
                               check)

@@ -16,8 +16,7 @@ class _SynchronizedIterator(chainer.dataset.Iterator):
                              .format(type(actual_iterator).__name__))
         object.__setattr__(self, 'actual_iterator', actual_iterator)
         object.__setattr__(self, 'communicator', communicator)
-        object.__setattr__(self, 'check',
-                           batch_check.check_enabled(communicator, check))
+        object.__setattr__(self, 'check', check)
         object.__setattr__(self, '_step', 0)
         seed = None
         if communicator.rank == 0:
@@ -33,7 +32,9 @@ class _SynchronizedIterator(chainer.dataset.Iterator):
         """next(): the next batch, identical on every rank."""
         batch = self.actual_iterator.__next__()
         object.__setattr__(self, '_step', self._step + 1)
-        if self.check:
+        if batch_check.check_due(
+                self.check, self._step,
+                getattr(self.actual_iterator, 'is_new_epoch', False)):
             batch_check.verify_same_batch(self.communicator, batch,
                                           self._step, 'synchronized iterator')
         return batch
@@ -55,5 +56,6 @@ def create_synchronized_iterator(actual_iterator, communicator, check=None):
     """create_synchronized_iterator(actual_iterator, communicator): every
     rank's ``actual_iterator`` (one with an ``order_sampler``) shuffles with
     the same seed, so all ranks see the same batches in the same order.
-    ``check`` (default: on when simulated) verifies that at each step."""
+    ``check`` verifies that (True: every step; the default None: steps 1,
+    2, 4, 8... and each epoch's last; see ``batch_check``)."""
     return _SynchronizedIterator(actual_iterator, communicator, check)

@@ -10,7 +10,6 @@ with :func:`register_library`. Everything else (the script's folder, the
 current directory, tests) is the user's.
 """
 import importlib.metadata
-import importlib.util
 import os
 import site
 import sys
@@ -25,20 +24,34 @@ _dirs = None
 _extra = []
 
 
-def _package_dir(name):
-    """Folder (or file) of a top-level package, found without importing."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    if spec.submodule_search_locations:
-        return os.path.abspath(list(spec.submodule_search_locations)[0]) \
-            + os.sep
-    if spec.origin and os.path.isabs(spec.origin):
-        return os.path.abspath(spec.origin)
-    return None
+def _top_levels(dist):
+    """Top-level package and module names a distribution installs."""
+    names = (dist.read_text('top_level.txt') or '').split()
+    if not names:
+        names = {f.parts[0].split('.')[0] for f in dist.files or ()
+                 if f.parts and not f.parts[0].endswith(('.dist-info',
+                                                         '.egg-info'))}
+    return [n for n in names if n.isidentifier()]
+
+
+def _installed_packages():
+    """Folders and module files of installed distributions, read from
+    their metadata (no import, whatever the process has done to its
+    modules): development installs live outside site-packages."""
+    found = set()
+    for dist in importlib.metadata.distributions():
+        try:
+            base = str(dist.locate_file(''))
+            names = _top_levels(dist)
+        except Exception:  # a broken distribution is not a library
+            continue
+        for name in names:
+            folder = os.path.join(base, name)
+            if os.path.isdir(folder):
+                found.add(folder)
+            elif os.path.isfile(folder + '.py'):
+                found.add(folder + '.py')
+    return found
 
 
 def _compute():
@@ -51,14 +64,10 @@ def _compute():
     dirs.update(p for p in sys.path
                 if 'site-packages' in p or 'dist-packages' in p)
     dirs.add(_SIMULATOR)
-    for name in importlib.metadata.packages_distributions():
-        if name.isidentifier():
-            found = _package_dir(name)
-            if found:
-                dirs.add(found)
-    return tuple(sorted(os.path.join(os.path.abspath(d), '')
-                        if os.path.isdir(d) else os.path.abspath(d)
-                        for d in dirs))
+    dirs.update(_installed_packages())
+    return tuple(sorted({os.path.join(os.path.abspath(d), '')
+                         if os.path.isdir(d) else os.path.abspath(d)
+                         for d in dirs}))
 
 
 def library_dirs():

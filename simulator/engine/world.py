@@ -319,8 +319,9 @@ class World:
             self.wake_all()
 
     def fail(self, actor, error):
-        """``actor``'s thread, a rank's main thread, raised ``error``:
-        stop everybody who waits (lock not held)."""
+        """``actor``'s rank failed with ``error`` (its main thread raised
+        it, or one of its threads called Abort): stop everybody who waits
+        and end the rank (lock not held)."""
         with self.lock:
             if self.failure is None:
                 self.failure = _Failure(rank=actor.rank, error=error)

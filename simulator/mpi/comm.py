@@ -7,6 +7,7 @@ rank). Object methods (lowercase) pickle like mpi4py; buffer methods
 (capitalised) take mpi4py buffer specs.
 """
 from simulator.engine import collectives as coll
+from simulator.engine.actors import current_actor
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import AbortError
@@ -33,7 +34,6 @@ class Comm(PointToPoint, Collectives, Scans):
     """
 
     __module__ = 'simulator.mpi'
-    simulated = True
 
     def __init__(self, state=None):
         self._state = state
@@ -127,10 +127,13 @@ class Comm(PointToPoint, Collectives, Scans):
         self._state = None
 
     def Abort(self, errorcode=0):  # noqa: N802
-        """Stop the whole world: raises AbortError in this rank."""
+        """Stop the whole world at once, from any thread of any rank:
+        AbortError here, and in every rank that waits."""
         s = self._s
-        raise AbortError('rank {} called Abort({}) on {}'.format(
+        error = AbortError('rank {} called Abort({}) on {}'.format(
             s.world_rank, errorcode, s.name), errorcode=errorcode)
+        s.world.fail(current_actor(), error)
+        raise error
 
     # -- checks ---------------------------------------------------------
     def _peer(self, peer, what, allow_any):

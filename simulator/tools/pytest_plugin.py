@@ -169,6 +169,13 @@ def MPI(request):  # noqa: N802 -- named as the module tests use it as
     return mpi
 
 
+@pytest.fixture
+def simulated(request):
+    """True when the test's ranks are simulator threads, False under
+    mpiexec (for tests that check what only one world can show)."""
+    return not _real_mode(request.config)
+
+
 def _call_args(pyfuncitem):
     names = pyfuncitem._fixtureinfo.argnames
     return {name: pyfuncitem.funcargs[name] for name in names}

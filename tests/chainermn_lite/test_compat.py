@@ -1,5 +1,6 @@
 """chainermn_lite.compat and ChainerMN's module paths mirrored here."""
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -11,7 +12,6 @@ import numpy as np
 import pytest
 
 import chainermn_lite
-from chainermn_lite import _mpi
 from chainermn_lite import compat
 from chainermn_lite.communicators import _communication_utility as cu
 from chainermn_lite.communicators.dummy_communicator import \
@@ -53,6 +53,12 @@ def test_import_chainermn_gives_chainermn_lite(installed):
     assert _multi_node_snapshot is sys.modules[
         'chainermn_lite.extensions._multi_node_snapshot']
     assert compat.is_installed()
+    # The modules keep their own identity (importlib.reload, find_spec).
+    assert chainermn_lite.__spec__.name == 'chainermn_lite'
+    assert _multi_node_snapshot.__spec__.name == \
+        'chainermn_lite.extensions._multi_node_snapshot'
+    assert importlib.util.find_spec('chainermn_lite').origin == \
+        chainermn_lite.__file__
 
 
 def test_uninstall_gives_the_real_chainermn_back(installed):
@@ -197,8 +203,8 @@ def test_base_class_without_strategy_names_itself(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
-def test_pure_nccl_class_takes_both_option_spellings(mpi_comm):
-    if not _mpi.is_simulated(mpi_comm):
+def test_pure_nccl_class_takes_both_option_spellings(mpi_comm, simulated):
+    if not simulated:
         try:
             import cupy  # noqa: F401 -- presence test
         except ImportError:

@@ -127,13 +127,9 @@ def test_wrapper_delegates_attributes_and_serialization(mpi_comm, tmp_path):
 
 @pytest.mark.mpi(sizes=(2, 4))
 def test_double_buffering_reduction_progresses_without_mpi_calls(mpi_comm):
-    # Real MPI only: the optimizer's helper thread reduces while the main
-    # thread computes (no MPI call of its own). On the simulator the
-    # optimizer has no helper thread; the simulator's own progress thread
-    # moves large Iallreduces only (tests/simulator/test_world.py), and
-    # this model is small.
-    if getattr(mpi_comm, 'simulated', False):
-        pytest.skip('no optimizer helper thread on the simulator')
+    # The optimizer's helper thread reduces while the main thread computes
+    # (no MPI call of its own): under mpiexec a thread of the process, on
+    # the simulator a thread of the rank.
     import time
     comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
     model = _Net(comm.rank)
@@ -200,6 +196,22 @@ def test_double_buffering_with_grads_written_in_place(mpi_comm):
                                    err_msg=name)
         assert p.array.dtype == (np.float16 if name == 'h' else np.float32)
     np.testing.assert_array_equal(model.unused.array, 1.0)
+
+
+def test_double_buffering_needs_thread_multiple(monkeypatch):
+    # One process: an MPI initialised at THREAD_FUNNELED is refused before
+    # any helper thread starts, naming the level.
+    import sys
+    import types
+
+    from chainermn_lite import optimizers
+    module = types.ModuleType('funneled_mpi')
+    module.THREAD_MULTIPLE = 3
+    module.Query_thread = lambda: 1
+    monkeypatch.setitem(sys.modules, 'funneled_mpi', module)
+    comm = type('Comm', (), {'__module__': 'funneled_mpi'})()
+    with pytest.raises(RuntimeError, match=r'THREAD_MULTIPLE.*returned 1'):
+        optimizers._require_thread_multiple(comm)
 
 
 def test_double_buffering_refuses_device_arrays_by_name():

@@ -32,7 +32,7 @@ def test_ranks_and_sizes(mpi_comm, name):
 
 
 @pytest.mark.mpi(sizes=(2, 4, 8), nodes=2)
-def test_two_nodes_intra_inter(mpi_comm):
+def test_two_nodes_intra_inter(mpi_comm, simulated):
     comm = _comm(mpi_comm)
     everyone = comm.allgather_obj((comm.intra_rank, comm.intra_size,
                                    comm.inter_rank, comm.inter_size))
@@ -48,7 +48,7 @@ def test_two_nodes_intra_inter(mpi_comm):
     for members in nodes.values():
         assert [ir for _, ir, _ in members] == list(range(len(members)))
         assert all(isz == len(members) for _, _, isz in members)
-    if getattr(mpi_comm, 'simulated', False):
+    if simulated:
         assert comm.inter_size == 2
         assert comm.intra_size == comm.size // 2
 

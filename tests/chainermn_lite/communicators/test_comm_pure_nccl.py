@@ -8,8 +8,8 @@ import chainermn_lite
 
 
 def _needs_nccl(mpi_comm):
-    if getattr(mpi_comm, 'simulated', False):
-        return
+    if type(mpi_comm).__module__.startswith('simulator.'):
+        return                  # simulator.nccl stands in for NCCL
     try:
         from cupy.cuda import nccl  # noqa: F401
     except Exception:  # noqa: B902

@@ -25,7 +25,7 @@ def _wait_for_report(read, needle, seconds=5.0):
 
 @pytest.mark.mpi(sizes=(2,))
 def test_recv_blocked_longer_than_limit_prints_call_and_stack(
-        mpi_comm, capfd):
+        mpi_comm, capfd, simulated):
     comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm,
                                               watchdog=LIMIT)
     if comm.rank == 1:
@@ -37,7 +37,7 @@ def test_recv_blocked_longer_than_limit_prints_call_and_stack(
     got = comm.recv(source=1, tag=7)
     np.testing.assert_array_equal(got, np.arange(3, dtype=np.float32))
     comm.allreduce_obj(0)
-    if getattr(mpi_comm, 'simulated', False):
+    if simulated:
         # Simulated ranks share this process's stderr: wait for the daemon
         # to have written before reading.
         text = _wait_for_report(lambda: capfd.readouterr().err,

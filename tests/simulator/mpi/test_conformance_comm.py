@@ -104,12 +104,12 @@ def test_split_type_shared_groups_same_processor_name(mpi_comm, MPI):
 
 
 @pytest.mark.mpi(sizes=(2, 4, 8), nodes=2)
-def test_split_type_shared_on_simulated_nodes(mpi_comm, MPI):
+def test_split_type_shared_on_simulated_nodes(mpi_comm, MPI, simulated):
     shared = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
         names = mpi_comm.allgather(MPI.Get_processor_name())
         assert shared.Get_size() == names.count(MPI.Get_processor_name())
-        if getattr(mpi_comm, 'simulated', False):
+        if simulated:
             # The simulated topology spreads ranks over two hosts.
             assert len(set(names)) == 2
             assert shared.Get_size() == mpi_comm.Get_size() // 2
