@@ -11,7 +11,7 @@ import threading
 import numpy
 
 from chainermn_lite import _mpi
-from chainermn_lite.communicators import _strategies
+from chainermn_lite import _packing
 
 __all__ = ['create_multi_node_optimizer']
 
@@ -153,12 +153,13 @@ class _DoubleBufferingOptimizer(_Wrapper):
                 return grads
             return start
         flat = self._buffer(params)
-        _strategies.pack_into([_reducible_grad(p) for p in params], flat,
-                              1.0 / self.communicator.size)
+        _packing.pack([_reducible_grad(p) for p in params], flat,
+                      1.0 / self.communicator.size)
 
         def start():
             request = comm.Iallreduce(module.IN_PLACE, flat, op=module.SUM)
-            self._own('_pending', (request, None, _split(flat, params)))
+            self._own('_pending', (request, None, _packing.views(
+                flat, [p.data.shape for p in params])))
             return None
         return start
 
@@ -235,19 +236,9 @@ def _mean_in_background(thread_comm, grads, errors):
     """The helper thread: average ``grads`` in place with the
     communicator's strategy; an exception is kept for ``wait``."""
     try:
-        thread_comm._strategy.mean(thread_comm, grads)
+        thread_comm._mean_arrays(grads)
     except BaseException as e:  # noqa: B902 -- re-raised by wait()
         errors.append(e)
-
-
-def _split(flat, params):
-    """Views of ``flat`` shaped as each param, in order."""
-    views, offset = [], 0
-    for p in params:
-        n = p.data.size
-        views.append(flat[offset:offset + n].reshape(p.data.shape))
-        offset += n
-    return views
 
 
 def _progress_thread_allowed(comm, module):
