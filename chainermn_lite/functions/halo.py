@@ -20,6 +20,7 @@ import chainer.functions as F
 import numpy
 
 from chainermn_lite import _mpi
+from chainermn_lite import _wire
 from chainermn_lite.parallel import collectives
 from chainermn_lite.parallel.grid import as_mpi_comm
 from chainermn_lite.parallel.grid import axis_bounds
@@ -236,7 +237,8 @@ def _tile_shapes(mpi_comm, grid, x, what):
     if x.ndim != 4:
         raise ValueError('{}: expected an NCHW tile, got shape {}'.format(
             what, x.shape))
-    shapes = collectives.allgather_shapes(mpi_comm, x.shape)
+    shapes = [shape for _, shape in
+              _wire.allgather_descriptors(mpi_comm, x)]
     rows, cols = grid
     heights = [shapes[r * cols][2] if len(shapes[r * cols]) == 4 else -1
                for r in range(rows)]

@@ -13,6 +13,7 @@ backward and ``gather_features`` just keeps this rank's slice.
 import chainer
 import numpy
 
+from chainermn_lite import _wire
 from chainermn_lite.parallel import collectives
 from chainermn_lite.parallel.grid import as_mpi_comm
 from chainermn_lite.parallel.grid import axis_bounds
@@ -68,7 +69,8 @@ class GatherFeatures(chainer.function_node.FunctionNode):
     def forward(self, inputs):
         x, = inputs
         _check_2d(x, 'gather_features')
-        shapes = collectives.allgather_shapes(self.mpi_comm, x.shape)
+        shapes = [shape for _, shape in
+                  _wire.allgather_descriptors(self.mpi_comm, x)]
         counts = [s[1] if len(s) == 2 else -1 for s in shapes]
         total = sum(counts)
         expected = [b - a for a, b in axis_bounds(total,
