@@ -1,7 +1,10 @@
-"""Buffer collectives on NumPy arrays split along their first axis.
+"""Buffer collectives behind the partitioned layers: NumPy arrays, not
+Variables (the differentiable collectives are ``functions.
+collective_communication``).
 
-Written over the mpi4py API; constants come from the communicator's own
-module, so the same calls run on mpi4py and on ``simulator.mpi``.
+Most move arrays split along their first axis ("rows"). Written over the
+mpi4py API; constants come from the communicator's own module, so the same
+calls run on mpi4py and on ``simulator.mpi``.
 """
 import numpy
 
