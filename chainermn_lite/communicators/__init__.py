@@ -109,12 +109,18 @@ def create_communicator(communicator_name=None, mpi_comm=None,
     if limit is not None:
         _watchdog.watch(comm, limit)
     _install_abort_hook(mpi_comm)
+    _tune_malloc(mpi_comm)
     return comm
 
 
 def _install_abort_hook(mpi_comm):
     from chainermn_lite import global_except_hook
     global_except_hook.add_hook_if_enabled(mpi_comm)
+
+
+def _tune_malloc(mpi_comm):
+    # Process-wide, so only for a real MPI process: simulated ranks share
+    # one process with the test runner.
     if not _mpi.is_simulated(mpi_comm):
         from chainermn_lite import _malloc
         _malloc.tune_malloc()
