@@ -24,7 +24,7 @@ def _abort(exc_type, exc_value, exc_tb, where):
         from mpi4py import MPI
         world = MPI.COMM_WORLD
         rank, size = world.Get_rank(), world.Get_size()
-    except Exception:  # noqa: B902 -- still print the original error
+    except Exception:  # still print the original error
         world, rank, size = None, '?', '?'
     sys.stderr.write('\n[chainermn_lite] uncaught exception in rank {}/{} '
                      '({}); aborting the MPI job so that the other ranks '

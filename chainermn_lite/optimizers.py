@@ -237,7 +237,7 @@ def _mean_in_background(thread_comm, grads, errors):
     communicator's strategy; an exception is kept for ``wait``."""
     try:
         thread_comm._mean_arrays(grads)
-    except BaseException as e:  # noqa: B902 -- re-raised by wait()
+    except BaseException as e:  # re-raised by wait()
         errors.append(e)
 
 
@@ -248,7 +248,7 @@ def _progress_thread_allowed(comm, module):
         return False
     try:
         return module.Query_thread() == module.THREAD_MULTIPLE
-    except Exception:  # noqa: B902 -- an MPI without Query_thread
+    except Exception:  # an MPI without Query_thread
         return False
 
 

@@ -43,7 +43,7 @@ def default_communicator_name():
         from cupy.cuda import nccl  # noqa: F401 -- presence test
         if cupy.cuda.runtime.getDeviceCount() > 0:
             return 'pure_nccl'
-    except Exception:  # noqa: B902 -- any failure means "no usable GPU"
+    except Exception:  # any failure means "no usable GPU"
         pass
     return 'flat'
 

@@ -33,7 +33,7 @@ def nccl_module_for(mpi_comm):
     try:
         from cupy.cuda import nccl
         return nccl
-    except Exception as e:  # noqa: B902 -- any import failure: no NCCL
+    except Exception as e:  # any import failure: no NCCL
         raise RuntimeError(
             "the 'pure_nccl' communicator needs CuPy with NCCL ({}: {}); "
             'communicators that run without a GPU: {}'.format(

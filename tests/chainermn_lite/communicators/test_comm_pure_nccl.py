@@ -12,7 +12,7 @@ def _needs_nccl(mpi_comm):
         return
     try:
         from cupy.cuda import nccl  # noqa: F401
-    except Exception:  # noqa: B902
+    except Exception:
         pytest.skip('pure_nccl under real MPI needs CuPy with NCCL and a '
                     'GPU; this machine has none (tested on the simulator)')
     pytest.skip('host-array models cannot use real NCCL; GPU test pending')
