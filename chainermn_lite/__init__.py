@@ -3,6 +3,18 @@
 ``import chainermn_lite as chainermn`` runs a ChainerMN v7 script. Every
 communicator is written once over the mpi4py API, so the same code runs on
 real MPI (mpi4py) and on the in-process simulator (``simulator.mpi``).
+
+Two terms recur in the docstrings. The *seed guide* is ChainerMN's
+model-parallel guide (``chainermn_model_parallel_guide.rst`` among the
+project's seed documents, ``shared/seeds``), whose examples and spellings
+(``psi = pseudo_connect(phi1, phi2)``, the MLP split over two ranks) must
+work here as well as ChainerMN 7.8.1's. *neon* is Nervana's neon
+framework, whose distributed-layer design (``neon_distributed_mpi.rst``,
+same place) the partitioned layers follow: vecpar (features split over
+ranks: ``functions.vecpar``, ``links.VecparLinear``), halopar (images
+tiled over a grid of ranks, with halo exchange: ``functions.halo``,
+``links.HaloConvolution2D``) and their combination with data parallelism
+(``parallel.split_halo_data_grid``).
 """
 import chainer
 
