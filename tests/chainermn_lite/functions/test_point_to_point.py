@@ -8,9 +8,6 @@ import chainermn_lite
 from chainermn_lite.functions import _wire
 
 
-def _comm(mpi_comm):
-    return chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
-
 
 def _partner(rank, size):
     """Pairs (0,1), (2,3)...; a last odd rank has no partner."""
@@ -19,8 +16,8 @@ def _partner(rank, size):
 
 
 @pytest.mark.mpi(sizes=(2, 3, 4))
-def test_round_trip_values_and_gradients(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_round_trip_values_and_gradients(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     peer = _partner(comm.rank, comm.size)
     if peer is None:
         return
@@ -47,8 +44,8 @@ def test_round_trip_values_and_gradients(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_tuples_travel_with_shapes_and_dtypes(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_tuples_travel_with_shapes_and_dtypes(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(4, dtype=np.float64)
     if comm.rank == 0:
@@ -68,8 +65,9 @@ def test_tuples_travel_with_shapes_and_dtypes(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_force_tuple_and_unused_output_gets_zero_gradient(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_force_tuple_and_unused_output_gets_zero_gradient(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     if comm.rank == 0:
         a = chainer.Variable(np.ones(3, np.float32))
         b = chainer.Variable(np.ones(2, np.float32))
@@ -82,10 +80,11 @@ def test_force_tuple_and_unused_output_gets_zero_gradient(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_send_of_input_without_grad_still_backprops(mpi_comm):
+def test_send_of_input_without_grad_still_backprops(
+        mpi_comm, make_communicator):
     # chainermn#214: a send whose input needs no gradient must still take
     # the peer's gradient in backward, or the peer waits forever.
-    comm = _comm(mpi_comm)
+    comm = make_communicator(mpi_comm)
     if comm.rank == 0:
         phi = chainermn_lite.functions.send(np.ones((2, 2), np.float32),
                                             comm, rank=1)
@@ -97,10 +96,10 @@ def test_send_of_input_without_grad_still_backprops(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_gradient_never_taken_for_an_activation(mpi_comm):
+def test_gradient_never_taken_for_an_activation(mpi_comm, make_communicator):
     # A gradient left on the wire (tag t, backward) must not be received
     # as the next activation (tag t, forward).
-    comm = _comm(mpi_comm)
+    comm = make_communicator(mpi_comm)
     if comm.rank == 1:
         comm.send(np.full(4, -1, np.float32), 0, _wire.backward_tag(0))
         chainermn_lite.functions.send(np.arange(4, dtype=np.float32), comm,
@@ -113,8 +112,9 @@ def test_gradient_never_taken_for_an_activation(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 2))
-def test_bad_peers_and_tags_are_refused_with_the_value(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_bad_peers_and_tags_are_refused_with_the_value(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     x = chainer.Variable(np.ones(2, np.float32))
     with pytest.raises(ValueError, match='itself'):
         chainermn_lite.functions.send(x, comm, rank=comm.rank)
