@@ -125,3 +125,42 @@ def test_bad_peers_and_tags_are_refused_with_the_value(
     with pytest.raises(ValueError, match="tag must be an int >= 0, got -1"):
         chainermn_lite.functions.recv(comm, rank=(comm.rank + 1) % 2,
                                       tag=-1)
+
+
+def test_tag_convention_maps_back_and_forth():
+    wire_tags = set()
+    for tag in (0, 1, 7, 2 ** 20):
+        forward, backward = _wire.forward_tag(tag), _wire.backward_tag(tag)
+        assert _wire.user_tag(forward) == (tag, _wire.FORWARD)
+        assert _wire.user_tag(backward) == (tag, _wire.BACKWARD)
+        wire_tags.update((forward, backward))
+    assert len(wire_tags) == 8          # no two user tags share a wire tag
+    assert _wire.user_tag(np.int32(5)) == (2, 'backward')
+    for bad in (-1, True, 1.0):
+        with pytest.raises(ValueError, match='user_tag: tag must be an int '
+                           '>= 0, got {}'.format(bad)):
+            _wire.user_tag(bad)
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_functions_use_the_forward_and_backward_tags(
+        mpi_comm, make_communicator):
+    # functions.send / recv are the communicator's plain messages on
+    # forward_tag(tag), and their gradients on backward_tag(tag).
+    comm = make_communicator(mpi_comm)
+    data = np.arange(3, dtype=np.float32)
+    if comm.rank == 0:
+        x = chainer.Variable(data.copy())
+        chainermn_lite.functions.send(x, comm, rank=1, tag=4).backward()
+        np.testing.assert_array_equal(x.grad, np.full(3, 5))
+        y = chainermn_lite.functions.recv(comm, rank=1, tag=9)
+        np.testing.assert_array_equal(y.array, data * 2)
+        y.grad = np.full(3, 7, np.float32)
+        y.backward()
+    else:
+        np.testing.assert_array_equal(comm.recv(0, _wire.forward_tag(4)),
+                                      data)
+        comm.send(np.full(3, 5, np.float32), 0, _wire.backward_tag(4))
+        comm.send(data * 2, 0, _wire.forward_tag(9))
+        np.testing.assert_array_equal(comm.recv(0, _wire.backward_tag(9)),
+                                      np.full(3, 7))
