@@ -20,9 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
-import _models  # noqa: E402
+import _models
 
-import chainermn_lite  # noqa: E402
+import chainermn_lite
 
 CHUNK = 4 * 1024 * 1024
 WORLD = MPI.COMM_WORLD

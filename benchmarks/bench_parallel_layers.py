@@ -24,7 +24,7 @@ from chainermn_lite.functions import halo
 from chainermn_lite.functions import vecpar
 from chainermn_lite.links import HaloConvolution2D
 from chainermn_lite.links import VecparLinear
-from chainermn_lite.parallel import collectives
+from chainermn_lite.parallel import buffer_collectives
 from chainermn_lite.parallel.grid import tile_bounds
 
 
@@ -122,7 +122,7 @@ def count_halo_bytes(step):
 def count_collectives(step):
     """{name: calls} of vecpar's collectives during ``step()``."""
     calls = {}
-    originals = {name: getattr(collectives, name) for name in
+    originals = {name: getattr(buffer_collectives, name) for name in
                  ('reduce_scatter_rows', 'allgatherv_rows',
                   'allreduce_sum')}
 
@@ -133,12 +133,12 @@ def count_collectives(step):
         return counted
 
     for name, fn in originals.items():
-        setattr(vecpar.collectives, name, wrap(name, fn))
+        setattr(vecpar.buffer_collectives, name, wrap(name, fn))
     try:
         step()
     finally:
         for name, fn in originals.items():
-            setattr(vecpar.collectives, name, fn)
+            setattr(vecpar.buffer_collectives, name, fn)
     return calls
 
 

@@ -24,8 +24,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
-import simulator  # noqa: E402
-from simulator.errors import DeadlockError  # noqa: E402
+import simulator
+from simulator.errors import DeadlockError
 
 __all__ = ['main']
 
@@ -227,7 +227,7 @@ def _guarded(name, measure):
     """Run one row's measurement; a failure becomes a FAIL row."""
     try:
         return measure()
-    except Exception as error:  # noqa: BLE001 -- reported in the table
+    except Exception as error:  # reported in the table
         headline = str(error).split('\n')[0][:60]
         return (name, 'error', '{}: {}'.format(type(error).__name__,
                                                headline),

@@ -5,18 +5,18 @@ still work) and ``get_version()`` / ``get_build_version()`` return 0, which
 scripts read as "no NCCL 2" (``if nccl.get_build_version() < 2000``).
 """
 try:
-    from cupy.cuda.nccl import get_build_version  # NOQA
-    from cupy.cuda.nccl import get_unique_id  # NOQA
-    from cupy.cuda.nccl import get_version  # NOQA
-    from cupy.cuda.nccl import NCCL_FLOAT  # NOQA
-    from cupy.cuda.nccl import NCCL_FLOAT16  # NOQA
-    from cupy.cuda.nccl import NCCL_FLOAT32  # NOQA
-    from cupy.cuda.nccl import NCCL_FLOAT64  # NOQA
-    from cupy.cuda.nccl import NCCL_SUM  # NOQA
-    from cupy.cuda.nccl import NcclCommunicator  # NOQA
-    from cupy.cuda.nccl import NcclError  # NOQA
+    from cupy.cuda.nccl import get_build_version
+    from cupy.cuda.nccl import get_unique_id  # noqa: F401
+    from cupy.cuda.nccl import get_version
+    from cupy.cuda.nccl import NCCL_FLOAT
+    from cupy.cuda.nccl import NCCL_FLOAT16
+    from cupy.cuda.nccl import NCCL_FLOAT32
+    from cupy.cuda.nccl import NCCL_FLOAT64
+    from cupy.cuda.nccl import NCCL_SUM
+    from cupy.cuda.nccl import NcclCommunicator  # noqa: F401
+    from cupy.cuda.nccl import NcclError  # noqa: F401
     _available = True
-except Exception:  # noqa: B902 -- any import failure means no NCCL
+except Exception:  # any import failure means no NCCL
     _available = False
     # ncclDataType_t / ncclRedOp_t values of NCCL 2.
     NCCL_FLOAT16 = 6

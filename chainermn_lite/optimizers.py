@@ -201,8 +201,8 @@ def _mean_in_background(thread_comm, grads, errors):
     """The helper thread: average ``grads`` in place with the
     communicator's strategy; an exception is kept for ``wait``."""
     try:
-        thread_comm._strategy.mean(thread_comm, grads)
-    except BaseException as e:  # noqa: B902 -- re-raised by wait()
+        thread_comm._mean_arrays(grads)
+    except BaseException as e:  # re-raised by wait()
         errors.append(e)
 
 

@@ -43,7 +43,7 @@ def default_communicator_name():
         from cupy.cuda import nccl  # noqa: F401 -- presence test
         if cupy.cuda.runtime.getDeviceCount() > 0:
             return 'pure_nccl'
-    except Exception:  # noqa: B902 -- any failure means "no usable GPU"
+    except Exception:  # any failure means "no usable GPU"
         pass
     return 'flat'
 
@@ -109,10 +109,15 @@ def create_communicator(communicator_name=None, mpi_comm=None,
     if limit is not None:
         _watchdog.watch(comm, limit)
     _install_abort_hook(mpi_comm)
+    _tune_malloc()
     return comm
 
 
 def _install_abort_hook(mpi_comm):
-    from chainermn_lite import _malloc, global_except_hook
+    from chainermn_lite import global_except_hook
     global_except_hook.add_hook_if_enabled(mpi_comm)
+
+
+def _tune_malloc():
+    from chainermn_lite import _malloc
     _malloc.tune_malloc()

@@ -8,9 +8,15 @@ mpi4py has none, so CuPy's is used); only the pointer of an array
 (``.data.ptr`` vs ``.ctypes.data``) and the stream differ.
 """
 import importlib
+import types
 
 import chainer
 import numpy
+
+from chainermn_lite import _mpi
+from chainermn_lite import _packing
+from chainermn_lite.communicators import _object_collectives
+from chainermn_lite.communicators import _strategies
 
 __all__ = ['PureNccl', 'nccl_module_for']
 
@@ -27,7 +33,7 @@ def nccl_module_for(mpi_comm):
     try:
         from cupy.cuda import nccl
         return nccl
-    except Exception as e:  # noqa: B902 -- any import failure: no NCCL
+    except Exception as e:  # any import failure: no NCCL
         raise RuntimeError(
             "the 'pure_nccl' communicator needs CuPy with NCCL ({}: {}); "
             'communicators that run without a GPU: {}'.format(
@@ -46,19 +52,21 @@ def _stream(xp):
     return chainer.backends.cuda.Stream.null.ptr
 
 
-class PureNccl:
+class PureNccl(_strategies.GradientStrategy):
     """The pure_nccl gradient strategy (state: NCCL comm, pack buffers)."""
 
-    configs = {'allreduce_grad_dtype': None}
+    configs = types.MappingProxyType({'allreduce_grad_dtype': None})
 
     def __init__(self, mpi_comm):
+        super().__init__(mpi_comm)
         self._nccl = nccl_module_for(mpi_comm)
-        self._nccl_comm = None
+        self.nccl_comm = None
         self._dtype = None
-        self._buffers = {}
 
     def set_config(self, name, value):
         """Validate and keep ``allreduce_grad_dtype`` (a float dtype)."""
+        if name != 'allreduce_grad_dtype':
+            return super().set_config(name, value)
         if value is None:
             self._dtype = None
             return None
@@ -69,13 +77,16 @@ class PureNccl:
         self._dtype = dtype
         return dtype
 
-    def _comm(self, comm):
-        if self._nccl_comm is None:
-            uid = self._nccl.get_unique_id() if comm.rank == 0 else None
-            uid = comm.bcast_obj(uid)
-            self._nccl_comm = self._nccl.NcclCommunicator(comm.size, uid,
-                                                          comm.rank)
-        return self._nccl_comm
+    def init_comm(self, ctx):
+        """The NCCL communicator, created on first use (collective)."""
+        if self.nccl_comm is None:
+            uid = self._nccl.get_unique_id() if ctx.rank == 0 else None
+            # A unique id is ~128 bytes: one piece, whatever max_buf_len.
+            uid = _object_collectives.bcast_obj(ctx.mpi_comm, uid,
+                                                _mpi.INT_MAX)
+            self.nccl_comm = self._nccl.NcclCommunicator(ctx.size, uid,
+                                                         ctx.rank)
+        return self.nccl_comm
 
     def _type_id(self, dtype):
         return {numpy.dtype(numpy.float16): self._nccl.NCCL_FLOAT16,
@@ -83,61 +94,43 @@ class PureNccl:
                 numpy.dtype(numpy.float64): self._nccl.NCCL_FLOAT64}[
                     numpy.dtype(dtype)]
 
-    def _buffer(self, xp, key, dtype, n):
-        buf = self._buffers.get((xp, key, dtype))
-        if buf is None or buf.size < n:
-            buf = xp.empty(max(n, 1), dtype=dtype)
-            self._buffers[(xp, key, dtype)] = buf
-        return buf[:n]
-
-    def mean(self, comm, grads):
-        """Average ``grads`` over the ranks with one NCCL allReduce."""
-        nccl_comm = self._comm(comm)
+    def mean_grad(self, ctx, arrays):
+        """Average ``arrays`` over the ranks with one NCCL allReduce."""
+        nccl_comm = self.init_comm(ctx)
         dtype = self._dtype if self._dtype is not None \
             else numpy.dtype(chainer.get_dtype())
-        xp = chainer.backend.get_array_module(grads[0])
-        n = sum(g.size for g in grads)
-        send = self._buffer(xp, 'a', dtype, n)
-        recv = self._buffer(xp, 'b', dtype, n)
-        offset = 0
-        for g in grads:
-            send[offset:offset + g.size] = g.reshape(-1)
-            offset += g.size
+        xp = chainer.backend.get_array_module(arrays[0])
+        n = _packing.packed_size(arrays)
+        send = self._buffers.get(dtype, n, 'send', xp)
+        recv = self._buffers.get(dtype, n, 'recv', xp)
+        _packing.pack(arrays, send)
         nccl_comm.allReduce(_pointer(send), _pointer(recv), n,
                             self._type_id(dtype), self._nccl.NCCL_SUM,
                             _stream(xp))
-        recv *= dtype.type(1.0 / comm.size)
-        offset = 0
-        for g in grads:
-            g[...] = recv[offset:offset + g.size].reshape(g.shape)
-            offset += g.size
+        recv *= dtype.type(1.0 / ctx.size)
+        _packing.unpack(recv, arrays)
 
-    def bcast_arrays(self, comm, arrays):
-        """bcast_data through NCCL: one bcast per dtype, from rank 0."""
+    def bcast_arrays(self, ctx, arrays, max_buf_len):
+        """bcast_data through NCCL: one bcast per dtype, from rank 0
+        (NCCL has no message size limit: ``max_buf_len`` is not used)."""
         if not arrays:
             return
-        nccl_comm = self._comm(comm)
+        nccl_comm = self.init_comm(ctx)
         xp = chainer.backend.get_array_module(arrays[0])
         groups = {}
         for a in arrays:
             groups.setdefault(a.dtype, []).append(a)
         for dtype, group in sorted(groups.items(), key=lambda kv: kv[0].str):
-            n = sum(a.size for a in group)
-            buf = self._buffer(xp, 'bcast', dtype, n)
-            offset = 0
-            for a in group:
-                buf[offset:offset + a.size] = a.reshape(-1)
-                offset += a.size
-            nccl_comm.bcast(_pointer(buf), n, self._type_id(dtype), 0,
+            buf = self._buffers.get(dtype, _packing.packed_size(group),
+                                    'bcast', xp)
+            _packing.pack(group, buf)
+            nccl_comm.bcast(_pointer(buf), buf.size, self._type_id(dtype), 0,
                             _stream(xp))
-            offset = 0
-            for a in group:
-                a[...] = buf[offset:offset + a.size].reshape(a.shape)
-                offset += a.size
+            _packing.unpack(buf, group)
 
-    def free(self, comm):
+    def free(self, ctx):
         """Destroy the NCCL communicator (after every rank got here)."""
-        if self._nccl_comm is not None:
-            comm.mpi_comm.Barrier()
-            self._nccl_comm.destroy()
-            self._nccl_comm = None
+        if self.nccl_comm is not None:
+            ctx.mpi_comm.Barrier()
+            self.nccl_comm.destroy()
+            self.nccl_comm = None

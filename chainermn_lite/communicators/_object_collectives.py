@@ -11,6 +11,7 @@ import pickle
 import numpy
 
 from chainermn_lite import _mpi
+from chainermn_lite import _wire
 
 __all__ = ['bcast_obj', 'gather_obj', 'allgather_obj', 'scatter_obj',
            'allreduce_obj', 'check_max_buf_len']
@@ -29,17 +30,9 @@ def _dumps(obj):
     return numpy.frombuffer(data, dtype=numpy.uint8)
 
 
-def _check_root(comm, root):
-    size = comm.Get_size()
-    if not 0 <= root < size:
-        raise ValueError('root {} is out of range for a communicator of '
-                         'size {} (rank {})'.format(root, size,
-                                                    comm.Get_rank()))
-
-
 def bcast_obj(comm, obj, max_buf_len, root=0):
     """Broadcast a picklable object from ``root``."""
-    _check_root(comm, root)
+    _wire.check_root(root, comm.Get_size(), comm.Get_rank(), 'bcast_obj')
     is_root = comm.Get_rank() == root
     size = numpy.zeros(1, dtype=numpy.int64)
     if is_root:
@@ -54,11 +47,13 @@ def bcast_obj(comm, obj, max_buf_len, root=0):
 
 
 def _exchange_rounds(comm, mine, sizes, collect, max_buf_len):
-    """Move per-rank byte strings in rounds, ``collect`` does one round.
+    """Move per-rank byte strings (``sizes`` bytes each) in rounds.
 
-    ``collect(chunk, counts, displs, recvbuf)`` performs one v-collective;
-    each round every rank sends at most ``step`` bytes so that counts and
-    displacements of the whole round stay below INT_MAX.
+    Each round every rank moves at most ``step`` bytes, so that counts and
+    displacements of the whole round stay below INT_MAX; ``collect(
+    chunk_start, counts, displs)`` performs the round's v-collective, where
+    ``chunk_start`` is where this rank's piece starts in ``mine`` (0 when
+    ``mine`` is None) and ``counts`` / ``displs`` are per rank, in bytes.
     """
     nranks = len(sizes)
     step = max(1, min(max_buf_len, _mpi.INT_MAX // max(nranks, 1)))
@@ -66,9 +61,7 @@ def _exchange_rounds(comm, mine, sizes, collect, max_buf_len):
     total_rounds = max([(s + step - 1) // step for s in sizes] + [1])
     for _ in range(total_rounds):
         counts = [min(step, s - d) for s, d in zip(sizes, done)]
-        displs = [0] * nranks
-        for i in range(1, nranks):
-            displs[i] = displs[i - 1] + counts[i - 1]
+        displs, _ = _wire.offsets(counts)
         chunk_start = done[comm.Get_rank()] if mine is not None else 0
         collect(chunk_start, counts, displs)
         done = [d + c for d, c in zip(done, counts)]
@@ -97,7 +90,7 @@ def allgather_obj(comm, obj, max_buf_len):
 
 def gather_obj(comm, obj, max_buf_len, root=0):
     """Every rank's object as a list at ``root``; None elsewhere."""
-    _check_root(comm, root)
+    _wire.check_root(root, comm.Get_size(), comm.Get_rank(), 'gather_obj')
     rank = comm.Get_rank()
     is_root = rank == root
     mine = _dumps(obj)
@@ -125,7 +118,7 @@ def gather_obj(comm, obj, max_buf_len, root=0):
 
 def scatter_obj(comm, objs, max_buf_len, root=0):
     """Rank i receives ``objs[i]`` from ``root``."""
-    _check_root(comm, root)
+    _wire.check_root(root, comm.Get_size(), comm.Get_rank(), 'scatter_obj')
     rank, nranks = comm.Get_rank(), comm.Get_size()
     is_root = rank == root
     sizes = numpy.zeros(nranks, dtype=numpy.int64)

@@ -1,29 +1,29 @@
 """Point-to-point frames: arrays, tuples of arrays and pickled objects.
 
-One message carries a small int64 header, the array descriptors and, when
-everything fits in ``FRAME_BYTES``, the payload itself: an 8-byte array
-costs one MPI message. Bigger payloads follow in chunks of at most
-``chunk_bytes`` (MPI counts are C ints), received straight into the fresh
-result arrays. Receives honour ``ANY_SOURCE`` / ``ANY_TAG``: the rest of a
-message is taken from the source and tag its first frame came from.
+The frame format is ``_wire``'s: one message carries the header, the array
+descriptors and, when everything fits in ``FRAME_BYTES``, the payload
+itself, so an 8-byte array costs one MPI message. Bigger payloads follow
+in chunks of at most ``chunk_bytes`` (MPI counts are C ints), received
+straight into the fresh result arrays. Receives honour ``ANY_SOURCE`` /
+``ANY_TAG``: the rest of a message is taken from the source and tag its
+first frame came from.
 """
 import pickle
-import struct
 
 import numpy
 
-from chainermn_lite.communicators import _array_codec as codec
+from chainermn_lite import _wire
+from chainermn_lite._wire import FRAME_BYTES
+from chainermn_lite._wire import HEADER
+from chainermn_lite._wire import HEADER_WORDS
+from chainermn_lite._wire import INLINE
+from chainermn_lite._wire import KIND_ARRAY
+from chainermn_lite._wire import KIND_OBJECT
+from chainermn_lite._wire import KIND_TUPLE
+from chainermn_lite._wire import SEPARATE
 
-__all__ = ['FrameChannel', 'FRAME_BYTES', 'KIND_ARRAY', 'KIND_TUPLE',
-           'KIND_OBJECT']
+__all__ = ['FrameChannel']
 
-FRAME_BYTES = 16384
-_HEADER_WORDS = 4          # kind, payload bytes, descriptor words, inline
-KIND_ARRAY, KIND_TUPLE, KIND_OBJECT = 1, 2, 3
-_KIND_NAMES = {KIND_ARRAY: 'an array', KIND_TUPLE: 'a tuple of arrays',
-               KIND_OBJECT: 'a Python object'}
-_DETACHED, _INLINE, _SEPARATE = 0, 1, 2
-_HEADER = struct.Struct('={}q'.format(_HEADER_WORDS))
 # Frame heads / layouts of single small arrays, cached by (dtype, shape):
 # the send and receive of an 8-byte array then cost a few microseconds of
 # Python instead of rebuilding and re-parsing the same words every time.
@@ -38,7 +38,6 @@ class FrameChannel:
         self._module = module
         self.chunk_bytes = chunk_bytes
         self._send_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
-        self._send_words = self._send_frame.view(numpy.int64)
         self._recv_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
         self._recv_words = self._recv_frame.view(numpy.int64)
         self._recv_view = memoryview(self._recv_frame)
@@ -55,8 +54,8 @@ class FrameChannel:
             return
         descriptor = []
         for x in arrays:
-            descriptor += codec.describe(x)
-        payload = [codec.byte_view(x) for x in arrays]
+            descriptor += _wire.describe(x)
+        payload = [_wire.byte_view(x) for x in arrays]
         kind = KIND_TUPLE if is_tuple else KIND_ARRAY
         self._send(kind, descriptor, payload, dest, tag)
 
@@ -65,10 +64,8 @@ class FrameChannel:
         key = (x.dtype.char, x.shape)
         head = self._heads.get(key)
         if head is None:
-            descriptor = codec.describe(x)
-            head = numpy.array([KIND_ARRAY, x.nbytes, len(descriptor),
-                                _INLINE] + descriptor,
-                               dtype=numpy.int64).tobytes()
+            head = _wire.frame_head(KIND_ARRAY, x.nbytes, _wire.describe(x),
+                                    INLINE)
             if len(self._heads) < _CACHE_LIMIT:
                 self._heads[key] = head
         if len(head) + x.nbytes > FRAME_BYTES:
@@ -85,30 +82,20 @@ class FrameChannel:
 
     def _send(self, kind, descriptor, payload, dest, tag):
         nbytes = sum(p.size for p in payload)
-        nwords = len(descriptor)
-        head = 8 * (_HEADER_WORDS + nwords)
+        mode = _wire.frame_mode(len(descriptor), nbytes)
+        head = _wire.frame_head(kind, nbytes, descriptor, mode)
         comm = self._comm
-        if head + nbytes <= FRAME_BYTES:
-            mode = _INLINE
-        elif head <= FRAME_BYTES:
-            mode = _DETACHED
-        else:
-            mode = _SEPARATE
-        words = self._send_words
-        words[:_HEADER_WORDS] = (kind, nbytes, nwords, mode)
-        if mode != _SEPARATE:
-            words[_HEADER_WORDS:_HEADER_WORDS + nwords] = descriptor
-        if mode == _INLINE:
+        if mode == INLINE:
             frame = self._send_frame
-            offset = head
+            offset = len(head)
+            frame[:offset] = numpy.frombuffer(head, dtype=numpy.uint8)
             for p in payload:
                 frame[offset:offset + p.size] = p
                 offset += p.size
             comm.Send(frame[:offset], dest=dest, tag=tag)
             return
-        comm.Send(self._send_frame[:8 * _HEADER_WORDS if mode == _SEPARATE
-                                   else head], dest=dest, tag=tag)
-        if mode == _SEPARATE:
+        comm.Send(head, dest=dest, tag=tag)
+        if mode == SEPARATE:
             comm.Send(numpy.asarray(descriptor, dtype=numpy.int64),
                       dest=dest, tag=tag)
         for p in payload:
@@ -131,27 +118,27 @@ class FrameChannel:
     def _recv_head(self, source, tag, status, expected, received=False):
         if not received:
             source, tag = self._recv_first_frame(source, tag, status)
-        kind, nbytes, nwords, mode = _HEADER.unpack_from(self._recv_view)
+        kind, nbytes, nwords, mode = HEADER.unpack_from(self._recv_view)
         if kind not in expected:
             raise TypeError(
                 'rank {} expected {} from rank {} (tag {}) but received {}; '
                 'match send with recv and send_obj with recv_obj'.format(
                     self._comm.Get_rank(),
-                    ' or '.join(_KIND_NAMES[k] for k in expected), source,
-                    tag, _KIND_NAMES.get(kind, 'an unknown message')))
-        if mode == _SEPARATE:
+                    ' or '.join(_wire.KIND_NAMES[k] for k in expected), source,
+                    tag, _wire.KIND_NAMES.get(kind, 'an unknown message')))
+        if mode == SEPARATE:
             words = numpy.empty(nwords, dtype=numpy.int64)
             self._comm.Recv(words, source=source, tag=tag)
             descriptor = words.tolist()
         else:
             descriptor = self._recv_words[
-                _HEADER_WORDS:_HEADER_WORDS + nwords].tolist()
-        head = 8 * (_HEADER_WORDS + nwords)
+                HEADER_WORDS:HEADER_WORDS + nwords].tolist()
+        head = 8 * (HEADER_WORDS + nwords)
         return kind, nbytes, descriptor, mode, head, source, tag
 
     def _fill(self, target, mode, offset, source, tag):
         """Fill the flat uint8 ``target`` from the inline frame or chunks."""
-        if mode == _INLINE:
+        if mode == INLINE:
             target[:] = self._recv_frame[offset:offset + target.size]
             return
         for start in range(0, target.size, self.chunk_bytes):
@@ -161,8 +148,8 @@ class FrameChannel:
     def recv_arrays(self, source, tag, status=None):
         """Receive what send_arrays sent: an array or a tuple of arrays."""
         source, tag = self._recv_first_frame(source, tag, status)
-        kind, nbytes, nwords, mode = _HEADER.unpack_from(self._recv_view)
-        if kind == KIND_ARRAY and mode == _INLINE:
+        kind, nbytes, nwords, mode = HEADER.unpack_from(self._recv_view)
+        if kind == KIND_ARRAY and mode == INLINE:
             small = self._recv_small(nbytes, nwords)
             if small is not None:
                 return small
@@ -171,9 +158,9 @@ class FrameChannel:
         arrays = []
         at = 0
         while at < len(descriptor):
-            dtype, shape, at = codec.parse(descriptor, at)
+            dtype, shape, at = _wire.parse(descriptor, at)
             x = numpy.empty(shape, dtype=dtype)
-            view = codec.byte_view(x)
+            view = _wire.byte_view(x)
             self._fill(view, mode, offset, source, tag)
             offset += view.size
             arrays.append(x)
@@ -184,13 +171,13 @@ class FrameChannel:
     def _recv_small(self, nbytes, nwords):
         """The array of an inline single-array frame (None: not cached and
         not cacheable, take the general path)."""
-        start = 8 * _HEADER_WORDS
+        start = 8 * HEADER_WORDS
         end = start + 8 * nwords
         key = bytes(self._recv_view[start:end])
         layout = self._layouts.get(key)
         if layout is None:
-            dtype, shape, _ = codec.parse(
-                self._recv_words[_HEADER_WORDS:_HEADER_WORDS + nwords]
+            dtype, shape, _ = _wire.parse(
+                self._recv_words[HEADER_WORDS:HEADER_WORDS + nwords]
                 .tolist(), 0)
             if not shape or len(self._layouts) >= _CACHE_LIMIT:
                 return None

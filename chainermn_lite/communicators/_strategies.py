@@ -1,8 +1,14 @@
-"""Gradient-mean strategies: small objects of (communicator, arrays).
+"""Gradient strategies: what differs between ``naive``, ``flat``, ...
 
-Every strategy turns a list of gradient arrays into their mean over the
-ranks, in place. They share one idea: grads are grouped into flat
-"work vectors" (big C-contiguous grads stand for themselves, small ones are
+``MpiCommunicator`` is written once; the only thing that differs between
+the communicators is its gradient strategy, an object with the interface of
+``GradientStrategy`` below. The communicator calls it with a
+``StrategyContext``: everything a strategy may use of its communicator
+(the mpi4py-like comm, its MPI module, rank, size and node layout), so a
+strategy never reads the communicator's private state.
+
+The MPI strategies share one idea: grads are grouped into flat "work
+vectors" (big C-contiguous grads stand for themselves, small ones are
 packed into one persistent buffer per dtype, float16 travels as float32
 because MPI has no half type) and a strategy only says how one work vector
 is reduced. Each rank scales its own contribution by 1/size *before* the
@@ -15,10 +21,15 @@ before). Vectors are reduced in ``CHUNK_BYTES`` pieces, so that Open MPI
 reuses its temporary instead of page-faulting a fresh one for a huge
 message.
 """
+import types
+
 import numpy
 
-__all__ = ['CHUNK_BYTES', 'Naive', 'Flat', 'Hierarchical', 'Dummy',
-           'NonCudaAware', 'pack_into']
+from chainermn_lite import _packing
+
+__all__ = ['CHUNK_BYTES', 'DIRECT_MIN_BYTES', 'StrategyContext',
+           'GradientStrategy', 'Naive', 'Flat', 'Hierarchical', 'Dummy',
+           'NonCudaAware']
 
 CHUNK_BYTES = 4 * 1024 * 1024
 # Grads of at least 256 KiB are reduced where they lie (no copy); smaller
@@ -31,85 +42,125 @@ CHUNK_BYTES = 4 * 1024 * 1024
 DIRECT_MIN_BYTES = 256 * 1024
 
 
-def _wire_dtype(dtype):
-    return numpy.dtype(numpy.float32) if dtype == numpy.float16 else dtype
+class StrategyContext:
+    """What a gradient strategy may use of its communicator.
+
+    ``mpi_comm`` (mpi4py-like), ``module`` (its MPI module: constants come
+    from there), ``rank``, ``size``, ``layout`` (a
+    ``_topology.NodeLayout``: intra/inter ranks and the node
+    communicator) and ``owner`` (the communicator's class name, for
+    errors).
+    """
+
+    __slots__ = ('mpi_comm', 'module', 'rank', 'size', 'layout', 'owner')
+
+    def __init__(self, mpi_comm, module, layout, owner):
+        self.mpi_comm = mpi_comm
+        self.module = module
+        self.rank = mpi_comm.Get_rank()
+        self.size = mpi_comm.Get_size()
+        self.layout = layout
+        self.owner = owner
 
 
-class _PackedStrategy:
-    """Pack small grads, reduce work vectors with ``reduce_vector``."""
+class GradientStrategy:
+    """The interface ``MpiCommunicator`` calls, with working defaults.
 
+    - ``GradientStrategy(mpi_comm)``: one instance per communicator
+      (``split`` builds a new one for the new communicator).
+    - ``mean_grad(ctx, arrays)``: replace every array by its mean over the
+      ranks, in place. This base class has no mean: it raises
+      NotImplementedError naming the communicator class (ChainerMN's
+      ``MpiCommunicatorBase`` leaves the mean to subclasses).
+    - ``bcast_arrays(ctx, arrays, max_buf_len)``: give every rank rank 0's
+      values of ``arrays``, in place (``bcast_data``); by default packed
+      per dtype and broadcast with MPI in pieces of at most
+      ``max_buf_len`` bytes.
+    - ``configs``: the strategy's own settings and their defaults (a
+      read-only mapping; none here); ``set_config(name, value)`` validates
+      one and returns the value to store.
+    - ``free(ctx)``: release what the strategy holds (``finalize``).
+    """
+
+    configs = types.MappingProxyType({})
+    # Grads of this many bytes or more are reduced where they lie.
     direct_min_bytes = DIRECT_MIN_BYTES
 
     def __init__(self, mpi_comm=None):
-        self._buffers = {}
+        self._buffers = _packing.BufferPool()
 
-    def _buffer(self, dtype, n):
-        buf = self._buffers.get(dtype)
-        if buf is None or buf.size < n:
-            buf = numpy.empty(n, dtype=dtype)
-            self._buffers[dtype] = buf
-        return buf[:n]
+    def mean_grad(self, ctx, arrays):
+        """Replace every array in ``arrays`` by its mean over the ranks."""
+        raise NotImplementedError(
+            '{} has no gradient strategy: set strategy_factory or override '
+            'multi_node_mean_grad'.format(ctx.owner))
 
-    def mean(self, comm, grads):
-        """Replace every array in ``grads`` by its mean over the ranks."""
-        self.apply(comm, grads, self.reduce_vector,
-                   pack_scale=1.0 / comm.size)
+    def bcast_arrays(self, ctx, arrays, max_buf_len):
+        """Overwrite ``arrays`` with rank 0's values, on every rank."""
+        mpi_comm = ctx.mpi_comm
 
-    def apply(self, comm, grads, vector_op, keep_dtype=False, pack=True,
-              unpack=True, pack_scale=None):
-        """Run ``vector_op(comm, vec)`` on work vectors covering ``grads``
-        and write the results back (float16 widened unless keep_dtype).
+        def bcast(vec, scale=True):
+            # One Bcast per vector unless it exceeds max_buf_len: unlike the
+            # allreduce there is no temporary to keep in cache, and MPI
+            # moves one big message faster than many 4 MiB ones.
+            view = vec.view(numpy.uint8)
+            for start in range(0, view.size, max_buf_len):
+                mpi_comm.Bcast(view[start:start + max_buf_len], root=0)
+
+        is_root = ctx.rank == 0
+        self._over_work_vectors(arrays, bcast, DIRECT_MIN_BYTES,
+                                keep_dtype=True, pack=is_root,
+                                unpack=not is_root)
+
+    def set_config(self, name, value):
+        """Validate the strategy's config ``name``; the value to store."""
+        raise ValueError('Unknown config: {!r}; known: {}'.format(
+            name, sorted(self.configs)))
+
+    def free(self, ctx):
+        """Release what the strategy holds; nothing here."""
+
+    def _over_work_vectors(self, arrays, vector_op, direct_min_bytes,
+                           keep_dtype=False, pack=True, unpack=True,
+                           pack_scale=None):
+        """Run ``vector_op(vec)`` on work vectors covering ``arrays`` and
+        write the results back (float16 widened unless keep_dtype).
+
         A receive-only op (bcast at a non-root) passes ``pack=False``, a
-        send-only one ``unpack=False``, to skip copies nobody reads.
-        With ``pack_scale`` packed grads are scaled as they are packed and
-        reduced with ``vector_op(comm, vec, scale=False)``; the op scales
-        the others itself (``scale=True``)."""
-        wire_dtype = (lambda d: d) if keep_dtype else _wire_dtype
+        send-only one ``unpack=False``, to skip copies nobody reads. With
+        ``pack_scale`` packed arrays are scaled as they are packed and
+        reduced with ``vector_op(vec, scale=False)``; the op scales the
+        others itself (``scale=True``).
+        """
+        wire_dtype = _same_dtype if keep_dtype else _wire_dtype
         direct, packed = [], {}
-        for g in grads:
+        for g in arrays:
             if (g.dtype == wire_dtype(g.dtype) and g.flags.c_contiguous
-                    and g.nbytes >= self.direct_min_bytes):
+                    and g.nbytes >= direct_min_bytes):
                 direct.append(g.reshape(-1))
             else:
                 packed.setdefault(wire_dtype(g.dtype), []).append(g)
         buffers = []
         for dtype, group in packed.items():
-            buf = self._buffer(dtype, sum(g.size for g in group))
+            buf = self._buffers.get(dtype, _packing.packed_size(group))
             if pack:
-                pack_into(group, buf, pack_scale)
+                _packing.pack(group, buf, pack_scale)
             buffers.append((buf, group))
         for buf, _ in buffers:
-            if pack_scale is None:
-                vector_op(comm, buf)
-            else:
-                vector_op(comm, buf, scale=False)
+            vector_op(buf, scale=pack_scale is None)
         for vec in direct:
-            vector_op(comm, vec)
-        if not unpack:
-            return
-        for buf, group in buffers:
-            offset = 0
-            for g in group:
-                g[...] = buf[offset:offset + g.size].reshape(g.shape)
-                offset += g.size
-
-    def reduce_vector(self, comm, vec, scale=True):
-        raise NotImplementedError
+            vector_op(vec)
+        if unpack:
+            for buf, group in buffers:
+                _packing.unpack(buf, group)
 
 
-def pack_into(group, buf, scale=None):
-    """Copy the arrays of ``group`` one after another into ``buf``, times
-    ``scale`` unless it is None (computed in ``buf``'s dtype: a float16
-    grad is scaled in float32, not rounded to float16 first)."""
-    factor = None if scale is None else buf.dtype.type(scale)
-    offset = 0
-    for g in group:
-        part = buf[offset:offset + g.size].reshape(g.shape)
-        if factor is None:
-            part[...] = g
-        else:
-            numpy.multiply(g, factor, out=part, dtype=buf.dtype)
-        offset += g.size
+def _same_dtype(dtype):
+    return dtype
+
+
+def _wire_dtype(dtype):
+    return numpy.dtype(numpy.float32) if dtype == numpy.float16 else dtype
 
 
 def _chunks(vec):
@@ -118,16 +169,27 @@ def _chunks(vec):
         yield vec[start:start + step]
 
 
-class Flat(_PackedStrategy):
+def _allreduce_mean(ctx, vec, scale):
+    """Chunked in-place Allreduce of ``vec`` over the whole comm, each
+    chunk scaled by 1/size first when ``scale``."""
+    mpi_comm, module = ctx.mpi_comm, ctx.module
+    inv = vec.dtype.type(1.0 / ctx.size)
+    for chunk in _chunks(vec):
+        if scale:
+            numpy.multiply(chunk, inv, out=chunk)
+        mpi_comm.Allreduce(module.IN_PLACE, chunk, op=module.SUM)
+
+
+class Flat(GradientStrategy):
     """Packed grads, chunked in-place Allreduce over the whole comm."""
 
-    def reduce_vector(self, comm, vec, scale=True):
-        mpi_comm, module = comm.mpi_comm, comm._module
-        inv = vec.dtype.type(1.0 / comm.size)
-        for chunk in _chunks(vec):
-            if scale:
-                numpy.multiply(chunk, inv, out=chunk)
-            mpi_comm.Allreduce(module.IN_PLACE, chunk, op=module.SUM)
+    def mean_grad(self, ctx, arrays):
+        """Replace every array in ``arrays`` by its mean over the ranks."""
+        def reduce(vec, scale=True):
+            _allreduce_mean(ctx, vec, scale)
+
+        self._over_work_vectors(arrays, reduce, self.direct_min_bytes,
+                                pack_scale=1.0 / ctx.size)
 
 
 class NonCudaAware(Flat):
@@ -140,18 +202,20 @@ class Naive(Flat):
     direct_min_bytes = 0
 
 
-class Dummy(_PackedStrategy):
-    """Pack and unpack but never communicate (to measure the rest)."""
+class Dummy(GradientStrategy):
+    """Pack and unpack gradients but never communicate (to measure the
+    rest); ``bcast_data`` still broadcasts."""
 
-    def mean(self, comm, grads):
-        """Pack and unpack ``grads``, leaving their values as they are."""
-        self.apply(comm, grads, self.reduce_vector)
-
-    def reduce_vector(self, comm, vec, scale=True):
-        pass
+    def mean_grad(self, ctx, arrays):
+        """Pack and unpack ``arrays``, leaving their values as they are."""
+        self._over_work_vectors(arrays, _no_op, self.direct_min_bytes)
 
 
-class Hierarchical(_PackedStrategy):
+def _no_op(vec, scale=True):
+    pass
+
+
+class Hierarchical(GradientStrategy):
     """Reduce within a node, allreduce among node leaders, bcast in node.
 
     Only one rank per node crosses the network, which pays off when
@@ -163,22 +227,31 @@ class Hierarchical(_PackedStrategy):
         super().__init__(mpi_comm)
         self._leaders = None
 
-    def _leader_comm(self, comm):
+    def _leader_comm(self, ctx):
         if self._leaders is None:
-            layout = comm._layout
-            module = comm._module
-            color = 0 if layout.intra_rank == 0 else module.UNDEFINED
-            self._leaders = comm.mpi_comm.Split(color, comm.rank)
+            color = 0 if ctx.layout.intra_rank == 0 else ctx.module.UNDEFINED
+            self._leaders = ctx.mpi_comm.Split(color, ctx.rank)
         return self._leaders
 
-    def reduce_vector(self, comm, vec, scale=True):
-        layout, module = comm._layout, comm._module
+    def mean_grad(self, ctx, arrays):
+        """Replace every array in ``arrays`` by its mean over the ranks."""
+        layout = ctx.layout
         if layout.inter_size == 1 or layout.intra_size == 1:
-            return Flat.reduce_vector(self, comm, vec, scale)
-        intra = layout.intra_comm
-        leaders = self._leader_comm(comm)
-        is_leader = layout.intra_rank == 0
-        inv = vec.dtype.type(1.0 / comm.size)
+            def reduce(vec, scale=True):
+                _allreduce_mean(ctx, vec, scale)
+        else:
+            def reduce(vec, scale=True):
+                self._reduce_in_levels(ctx, vec, scale)
+
+        self._over_work_vectors(arrays, reduce, self.direct_min_bytes,
+                                pack_scale=1.0 / ctx.size)
+
+    def _reduce_in_levels(self, ctx, vec, scale):
+        module = ctx.module
+        intra = ctx.layout.intra_comm
+        leaders = self._leader_comm(ctx)
+        is_leader = ctx.layout.intra_rank == 0
+        inv = vec.dtype.type(1.0 / ctx.size)
         for chunk in _chunks(vec):
             if scale:
                 numpy.multiply(chunk, inv, out=chunk)
@@ -189,9 +262,9 @@ class Hierarchical(_PackedStrategy):
                 intra.Reduce(chunk, None, op=module.SUM, root=0)
             intra.Bcast(chunk, root=0)
 
-    def free(self, comm):
+    def free(self, ctx):
         """Release the leaders' communicator."""
         if self._leaders is not None:
-            if self._leaders != comm._module.COMM_NULL:
+            if self._leaders != ctx.module.COMM_NULL:
                 self._leaders.Free()
             self._leaders = None

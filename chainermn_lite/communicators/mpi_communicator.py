@@ -1,15 +1,18 @@
 """MpiCommunicator: ChainerMN's communicator API, once, over mpi4py's API.
 
 It takes any mpi4py-like communicator (real ``mpi4py.MPI.Comm`` or the
-simulator's) and a gradient strategy (see ``_strategies``); the strategy
-is the only thing that differs between ``naive``, ``flat``,
-``hierarchical``, ``non_cuda_aware``, ``dummy`` and ``pure_nccl``.
+simulator's) and a gradient strategy (``_strategies.GradientStrategy``);
+the strategy is the only thing that differs between ``naive``, ``flat``,
+``hierarchical``, ``non_cuda_aware``, ``dummy`` and ``pure_nccl``. What
+goes on the wire (descriptors, frames, offsets) and the checks of peers,
+roots and tags are ``_wire``'s; packing is ``_packing``'s.
 """
 import chainer
 import numpy
 
 from chainermn_lite import _mpi
-from chainermn_lite.communicators import _array_codec as codec
+from chainermn_lite import _packing
+from chainermn_lite import _wire
 from chainermn_lite.communicators import _grads
 from chainermn_lite.communicators import _object_collectives as objects
 from chainermn_lite.communicators import _p2p
@@ -40,11 +43,12 @@ class MpiCommunicator(CommunicatorBase):
         self._layout = _topology.NodeLayout(mpi_comm, self._module)
         self._configs.update({'batched_copy': True,
                               'max_buf_len': DEFAULT_MAX_BUF_LEN})
-        self._configs.update(getattr(strategy, 'configs', {}))
+        self._configs.update(strategy.configs)
+        self._context = _strategies.StrategyContext(
+            mpi_comm, self._module, self._layout, type(self).__name__)
         self._p2p = _p2p.FrameChannel(mpi_comm, self._module,
                                       DEFAULT_MAX_BUF_LEN)
-        self._header = numpy.zeros(codec.DESCRIPTOR_WORDS, numpy.int64)
-        self._bcast_buffers = _strategies.Dummy()
+        self._header = numpy.zeros(_wire.DESCRIPTOR_WORDS, numpy.int64)
         for key, value in (configs or {}).items():
             self.set_config(key, value)
 
@@ -87,7 +91,7 @@ class MpiCommunicator(CommunicatorBase):
         elif name == 'max_buf_len':
             self._configs[name] = objects.check_max_buf_len(value)
             self._p2p.chunk_bytes = self._configs[name]
-        elif name in getattr(self._strategy, 'configs', {}):
+        elif name in self._strategy.configs:
             self._configs[name] = self._strategy.set_config(name, value)
         else:
             super().set_config(name, value, **kwargs)
@@ -114,31 +118,11 @@ class MpiCommunicator(CommunicatorBase):
 
     def finalize(self):
         """finalize(): release this communicator's helper communicators."""
-        free = getattr(self._strategy, 'free', None)
-        if free is not None:
-            free(self)
+        self._strategy.free(self._context)
         self._layout.free()
 
-    # -- validation ------------------------------------------------------
-    def _check_peer(self, peer, what, allow_any=False):
-        if allow_any and peer == self._module.ANY_SOURCE:
-            return
-        if not isinstance(peer, (int, numpy.integer)) or not \
-                0 <= peer < self._size:
-            raise ValueError('{}: rank {} is out of range for {} of size {} '
-                             '(called on rank {})'.format(
-                                 what, peer, self.name, self._size,
-                                 self._rank))
-
     def _check_root(self, root, what):
-        self._check_peer(root, what + ' root')
-
-    def _check_tag(self, tag, what, allow_any=False):
-        if allow_any and tag == self._module.ANY_TAG:
-            return
-        if not isinstance(tag, (int, numpy.integer)) or tag < 0:
-            raise ValueError('{}: tag must be an int >= 0, got {!r} '
-                             '(rank {})'.format(what, tag, self._rank))
+        _wire.check_root(root, self._size, self._rank, what)
 
     # -- point to point --------------------------------------------------
     def send(self, data, dest, tag):
@@ -151,24 +135,21 @@ class MpiCommunicator(CommunicatorBase):
         """
         if type(dest) is int and type(tag) is int and \
                 0 <= dest < self._size and dest != self._rank and \
-                tag >= 0 and codec.is_plain_sendable(data):
+                tag >= 0 and _wire.is_plain_sendable(data):
             # The common case in a model-parallel step, checked in one go.
             self._p2p.send_arrays((data,), False, dest, tag)
             return
-        self._check_peer(dest, 'send')
-        self._check_tag(tag, 'send')
+        dest = _wire.check_peer(dest, self._size, self._rank, 'send',
+                                allow_self=True)
+        tag = _wire.check_tag(tag, 'send', self._rank)
         is_tuple = isinstance(data, (tuple, list))
-        if not is_tuple and codec.is_plain_sendable(data):
+        if not is_tuple and _wire.is_plain_sendable(data):
             arrays = (data,)      # the common case, without building texts
         else:
             arrays = data if is_tuple else (data,)
-            arrays = [codec.as_sendable(x, 'send (rank {} to {})'.format(
+            arrays = [_wire.as_sendable(x, 'send (rank {} to {})'.format(
                 self._rank, dest)) for x in arrays]
-        if dest == self._rank:
-            raise ValueError(
-                'send: rank {} sends to itself (dest={}); a blocking send '
-                'to oneself deadlocks once the message is too big for MPI '
-                'to buffer, so it is refused'.format(self._rank, dest))
+        _wire.check_not_self(dest, self._rank, 'send')
         self._p2p.send_arrays(arrays, is_tuple, dest, tag)
 
     def recv(self, source, tag):
@@ -177,56 +158,62 @@ class MpiCommunicator(CommunicatorBase):
                 0 <= source < self._size and source != self._rank and \
                 tag >= 0:
             return self._p2p.recv_arrays(source, tag)
-        self._check_peer(source, 'recv', allow_any=True)
-        self._check_tag(tag, 'recv', allow_any=True)
-        if source == self._rank:
-            raise ValueError(
-                'recv: rank {} receives from itself (source={}); see send '
-                'for why messages to oneself are refused'.format(
-                    self._rank, source))
+        source = _wire.check_peer(source, self._size, self._rank, 'recv',
+                                  wildcard=self._module.ANY_SOURCE)
+        tag = _wire.check_tag(tag, 'recv', self._rank,
+                              wildcard=self._module.ANY_TAG)
         return self._p2p.recv_arrays(source, tag)
 
     def send_obj(self, obj, dest, tag=0):
         """send_obj(obj, dest, tag=0): send a picklable object."""
-        self._check_peer(dest, 'send_obj')
-        self._check_tag(tag, 'send_obj')
+        dest = _wire.check_peer(dest, self._size, self._rank, 'send_obj',
+                                allow_self=True)
+        tag = _wire.check_tag(tag, 'send_obj', self._rank)
         self._p2p.send_object(obj, dest, tag)
 
     def recv_obj(self, source, status=None, tag=None):
         """recv_obj(source, status=None, tag=ANY_TAG): receive an object."""
         if tag is None:
             tag = self._module.ANY_TAG
-        self._check_peer(source, 'recv_obj', allow_any=True)
-        self._check_tag(tag, 'recv_obj', allow_any=True)
+        source = _wire.check_peer(source, self._size, self._rank,
+                                  'recv_obj', wildcard=self._module.ANY_SOURCE,
+                                  allow_self=True)
+        tag = _wire.check_tag(tag, 'recv_obj', self._rank,
+                              wildcard=self._module.ANY_TAG)
         return self._p2p.recv_object(source, tag, status)
 
     # -- array collectives -----------------------------------------------
-    def _exchange_descriptors(self, x, what):
-        """Allgather every rank's descriptor: [(dtype, shape)] by rank."""
-        rows = numpy.empty((self._size, codec.DESCRIPTOR_WORDS),
-                           dtype=numpy.int64)
-        codec.describe_fixed(x, self._header)
-        self.mpi_comm.Allgather(self._header, rows)
-        return [codec.parse_fixed(row) for row in rows]
+    def _descriptors(self, x):
+        """Every rank's (dtype, shape) of ``x``, by rank."""
+        return _wire.allgather_descriptors(self.mpi_comm, x, self._header)
 
     def _v_layout(self, descs, what):
-        counts = [codec.nbytes_of(d, s) for d, s in descs]
-        displs, at = [], 0
-        for c in counts:
-            displs.append(at)
-            at = codec.align(at + c)
-        if at > _mpi.INT_MAX:
-            raise ValueError('{}: {} bytes in total exceed MPI\'s int count '
-                             'limit (rank {})'.format(what, at, self._rank))
-        return counts, displs, at
+        """Byte counts, 16-aligned displacements and the total of a buffer
+        that receives one array per descriptor."""
+        counts = [_wire.nbytes_of(d, s) for d, s in descs]
+        displs, total = _wire.offsets(counts, alignment=16)
+        _wire.check_count(total, what, self._rank)
+        return counts, displs, total
 
-    @staticmethod
-    def _unpack(buf, descs, displs):
-        out = []
-        for (dtype, shape), d in zip(descs, displs):
-            n = codec.nbytes_of(dtype, shape)
-            out.append(buf[d:d + n].view(dtype).reshape(shape))
-        return tuple(out)
+    def _one_per_rank(self, parts, what, whole=None):
+        """(descriptor rows, v-send spec) of one array per rank, packed end
+        to end (``whole``: the parts are its rows, already end to end)."""
+        if len(parts) != self._size:
+            raise ValueError('{}: expecting {} arrays (one per rank), got '
+                             '{}'.format(what, self._size, len(parts)))
+        rows = numpy.empty((self._size, _wire.DESCRIPTOR_WORDS),
+                           dtype=numpy.int64)
+        for row, p in zip(rows, parts):
+            _wire.describe_fixed(p, row)
+        counts = [p.nbytes for p in parts]
+        displs, total = _wire.offsets(counts)
+        _wire.check_count(total, what, self._rank)
+        if whole is not None:
+            sbuf = _wire.byte_view(whole)
+        else:
+            sbuf = numpy.empty(total, dtype=numpy.uint8)
+            _packing.pack([_wire.byte_view(p) for p in parts], sbuf)
+        return rows, [sbuf, (counts, displs)]
 
     def bcast(self, data, max_buf_len=None, root=0):
         """bcast(data, max_buf_len=None, root=0): root's array everywhere."""
@@ -237,13 +224,13 @@ class MpiCommunicator(CommunicatorBase):
             if isinstance(data, (tuple, list)):
                 raise TypeError('bcast: tuple data cannot be broadcast '
                                 '(root {})'.format(root))
-            x = codec.as_sendable(data, 'bcast (root {})'.format(root))
-            codec.describe_fixed(x, header)
+            x = _wire.as_sendable(data, 'bcast (root {})'.format(root))
+            _wire.describe_fixed(x, header)
         self.mpi_comm.Bcast(header, root=root)
         if self._rank != root:
-            dtype, shape = codec.parse_fixed(header)
+            dtype, shape = _wire.parse_fixed(header)
             x = numpy.empty(shape, dtype=dtype)
-        view = codec.byte_view(x)
+        view = _wire.byte_view(x)
         for start in range(0, view.size, chunk):
             self.mpi_comm.Bcast(view[start:start + chunk], root=root)
         return data if self._rank == root else x
@@ -251,25 +238,25 @@ class MpiCommunicator(CommunicatorBase):
     def gather(self, data, root=0):
         """gather(data, root=0): tuple of every rank's array at root."""
         self._check_root(root, 'gather')
-        x = codec.as_sendable(data, 'gather (rank {})'.format(self._rank))
-        descs = self._exchange_descriptors(x, 'gather')
+        x = _wire.as_sendable(data, 'gather (rank {})'.format(self._rank))
+        descs = self._descriptors(x)
         counts, displs, total = self._v_layout(descs, 'gather')
         if self._rank != root:
-            self.mpi_comm.Gatherv(codec.byte_view(x), None, root=root)
+            self.mpi_comm.Gatherv(_wire.byte_view(x), None, root=root)
             return None
         buf = numpy.empty(total, dtype=numpy.uint8)
-        self.mpi_comm.Gatherv(codec.byte_view(x),
+        self.mpi_comm.Gatherv(_wire.byte_view(x),
                               [buf, (counts, displs)], root=root)
-        return self._unpack(buf, descs, displs)
+        return _wire.arrays_at(buf, descs, displs)
 
     def allgather(self, x):
         """allgather(x): tuple of every rank's array on every rank."""
-        x = codec.as_sendable(x, 'allgather (rank {})'.format(self._rank))
-        descs = self._exchange_descriptors(x, 'allgather')
+        x = _wire.as_sendable(x, 'allgather (rank {})'.format(self._rank))
+        descs = self._descriptors(x)
         counts, displs, total = self._v_layout(descs, 'allgather')
         buf = numpy.empty(total, dtype=numpy.uint8)
-        self.mpi_comm.Allgatherv(codec.byte_view(x), [buf, (counts, displs)])
-        return self._unpack(buf, descs, displs)
+        self.mpi_comm.Allgatherv(_wire.byte_view(x), [buf, (counts, displs)])
+        return _wire.arrays_at(buf, descs, displs)
 
     def scatter(self, xs, root=0):
         """scatter(xs, root=0): rank i gets xs[i] (a tuple of arrays, or
@@ -281,71 +268,33 @@ class MpiCommunicator(CommunicatorBase):
         if self._rank == root:
             what = 'scatter (root {})'.format(root)
             if isinstance(xs, (tuple, list)):
-                parts = [codec.as_sendable(x, what) for x in xs]
+                parts = [_wire.as_sendable(x, what) for x in xs]
                 packed = None
             else:
-                arr = codec.as_sendable(xs, what)
+                arr = _wire.as_sendable(xs, what)
                 if arr.ndim == 0:
                     raise ValueError(what + ': cannot scatter a 0-d array')
                 parts = [arr[i] for i in range(arr.shape[0])]
                 packed = arr
-            if len(parts) != self._size:
-                raise ValueError('{}: expecting {} arrays (one per rank), '
-                                 'got {}'.format(what, self._size,
-                                                 len(parts)))
-            rows = numpy.empty((self._size, codec.DESCRIPTOR_WORDS),
-                               dtype=numpy.int64)
-            for row, p in zip(rows, parts):
-                codec.describe_fixed(p, row)
-            counts = [p.nbytes for p in parts]
-            if packed is not None:
-                sbuf = codec.byte_view(packed)
-                displs = [i * (counts[0] if counts else 0)
-                          for i in range(self._size)]
-            else:
-                displs, at = [], 0
-                for c in counts:
-                    displs.append(at)
-                    at += c
-                sbuf = numpy.empty(at, dtype=numpy.uint8)
-                for p, d in zip(parts, displs):
-                    sbuf[d:d + p.nbytes] = codec.byte_view(p)
-            if sum(counts) > _mpi.INT_MAX:
-                raise ValueError(what + ': more than INT_MAX bytes')
-            sendspec = [sbuf, (counts, displs)]
+            rows, sendspec = self._one_per_rank(parts, what, packed)
         self.mpi_comm.Scatter(rows, header, root=root)
-        dtype, shape = codec.parse_fixed(header)
+        dtype, shape = _wire.parse_fixed(header)
         out = numpy.empty(shape, dtype=dtype)
-        self.mpi_comm.Scatterv(sendspec, codec.byte_view(out), root=root)
+        self.mpi_comm.Scatterv(sendspec, _wire.byte_view(out), root=root)
         return out
 
     def alltoall(self, xs):
         """alltoall(xs): tuple whose i-th array is rank i's xs[rank]."""
         what = 'alltoall (rank {})'.format(self._rank)
-        if len(xs) != self._size:
-            raise ValueError('{}: expecting {} arrays (one per rank), got '
-                             '{}'.format(what, self._size, len(xs)))
-        parts = [codec.as_sendable(x, what) for x in xs]
-        rows = numpy.empty((self._size, codec.DESCRIPTOR_WORDS),
-                           dtype=numpy.int64)
-        for row, p in zip(rows, parts):
-            codec.describe_fixed(p, row)
+        rows, sendspec = self._one_per_rank(
+            [_wire.as_sendable(x, what) for x in xs], what)
         got = numpy.empty_like(rows)
         self.mpi_comm.Alltoall(rows, got)
-        descs = [codec.parse_fixed(row) for row in got]
-        scounts = [p.nbytes for p in parts]
-        sdispls, at = [], 0
-        for c in scounts:
-            sdispls.append(at)
-            at += c
-        sbuf = numpy.empty(at, dtype=numpy.uint8)
-        for p, d in zip(parts, sdispls):
-            sbuf[d:d + p.nbytes] = codec.byte_view(p)
-        rcounts, rdispls, total = self._v_layout(descs, 'alltoall')
+        descs = [_wire.parse_fixed(row) for row in got]
+        rcounts, rdispls, total = self._v_layout(descs, what)
         rbuf = numpy.empty(total, dtype=numpy.uint8)
-        self.mpi_comm.Alltoallv([sbuf, (scounts, sdispls)],
-                                [rbuf, (rcounts, rdispls)])
-        return self._unpack(rbuf, descs, rdispls)
+        self.mpi_comm.Alltoallv(sendspec, [rbuf, (rcounts, rdispls)])
+        return _wire.arrays_at(rbuf, descs, rdispls)
 
     def allreduce(self, data):
         """allreduce(data): elementwise sum of every rank's array.
@@ -356,8 +305,8 @@ class MpiCommunicator(CommunicatorBase):
         what = 'allreduce (rank {})'.format(self._rank)
         if isinstance(data, (tuple, list)):
             raise TypeError(what + ': tuple data cannot be allreduced')
-        x = codec.as_sendable(data, what)
-        descs = self._exchange_descriptors(x, 'allreduce')
+        x = _wire.as_sendable(data, what)
+        descs = self._descriptors(x)
         if any(d != descs[0] for d in descs):
             raise ValueError('allreduce: ranks passed different arrays: ' +
                              ', '.join('rank {}: shape {} dtype {}'.format(
@@ -404,22 +353,8 @@ class MpiCommunicator(CommunicatorBase):
     def bcast_data(self, model):
         """bcast_data(model): every rank gets rank 0's parameter data."""
         arrays = [p.data for _, p in _grads.params_with_data(model)]
-        bcast = getattr(self._strategy, 'bcast_arrays', None)
-        if bcast is not None:
-            return bcast(self, arrays)
-        is_root = self._rank == 0
-        self._bcast_buffers.apply(self, arrays, self._bcast_vector,
-                                  keep_dtype=True, pack=is_root,
-                                  unpack=not is_root)
-
-    def _bcast_vector(self, comm, vec):
-        # One Bcast per vector unless it exceeds max_buf_len: unlike the
-        # allreduce there is no temporary to keep in cache, and MPI moves
-        # one big message faster than many 4 MiB ones.
-        view = vec.view(numpy.uint8)
-        step = self._configs['max_buf_len']
-        for start in range(0, view.size, step):
-            self.mpi_comm.Bcast(view[start:start + step], root=0)
+        self._strategy.bcast_arrays(self._context, arrays,
+                                    self._configs['max_buf_len'])
 
     def multi_node_mean_grad(self, model, zero_fill=False):
         """multi_node_mean_grad(model, zero_fill=False): every grad becomes
@@ -428,9 +363,15 @@ class MpiCommunicator(CommunicatorBase):
                                       zero_fill,
                                       self._configs['max_buf_len'])
         if grads:
-            self._strategy.mean(self, grads)
+            self._strategy.mean_grad(self._context, grads)
         if chainer.is_debug():
             self._check_finite_grads(model)
+
+    def _mean_arrays(self, arrays):
+        """Replace each array by its mean over the ranks, in place, with
+        this communicator's gradient strategy (the double-buffering helper
+        thread's call: no model, no agreement check)."""
+        self._strategy.mean_grad(self._context, arrays)
 
     def _check_finite_grads(self, model):
         # ChainerMN's debug-mode check; every rank sees the same means, so

@@ -33,13 +33,13 @@ class PureNcclCommunicator(MpiCommunicatorBase):
     def nccl_comm(self):
         """The NCCL communicator, None before the first use and after
         ``finalize``."""
-        return self._strategy._nccl_comm
+        return self._strategy.nccl_comm
 
     @nccl_comm.setter
     def nccl_comm(self, value):
         # ChainerMN's tests wrap it (mock.patch.object) to see the dtype
         # that reaches allReduce.
-        self._strategy._nccl_comm = value
+        self._strategy.nccl_comm = value
 
     def _init_comms(self):
-        self._strategy._comm(self)
+        self._strategy.init_comm(self._context)

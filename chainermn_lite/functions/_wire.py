@@ -1,60 +1,71 @@
-"""What the differentiable communication functions put on the wire.
+"""The differentiable functions' tag convention, and their delegates.
 
-Every user tag ``t`` becomes two MPI tags: ``2 * t`` carries the forward
-activations and ``2 * t + 1`` the backward gradients. A gradient therefore
-can never be taken for the next iteration's activation, even when a peer
-runs ahead (MPI buffers small sends eagerly, so a mix-up would otherwise
-corrupt training silently). Only chainermn_lite's own functions speak this
+Every user tag ``t`` of ``functions.send`` / ``recv`` becomes two MPI
+tags: ``forward_tag(t) == 2 * t`` carries the forward activations and
+``backward_tag(t) == 2 * t + 1`` the backward gradients; ``user_tag``
+maps an MPI tag back to ``(t, phase)``. A gradient therefore can never be
+taken for the next iteration's activation, even when a peer runs ahead
+(MPI buffers small sends eagerly, so a mix-up would otherwise corrupt
+training silently). Only chainermn_lite's own functions speak this
 convention: pair ``functions.send`` with ``functions.recv``, not with the
 communicator's ``recv``.
+
+What goes on the wire otherwise (descriptors, frames) is
+``chainermn_lite._wire``'s, and so are the checks of peers, roots and tags:
+``check_peer``, ``check_root`` and ``check_tag`` below only take them from
+a communicator.
 """
 import chainer
 import numpy
 
-__all__ = ['forward_tag', 'backward_tag', 'user_tag', 'check_tag',
-           'check_peer',
-           'empty_delegate', 'zeros_grad', 'as_grad']
+from chainermn_lite import _wire
 
+__all__ = ['FORWARD', 'BACKWARD', 'PHASES', 'TAGS_PER_USER_TAG',
+           'forward_tag', 'backward_tag', 'user_tag', 'check_peer',
+           'check_root', 'check_tag', 'empty_delegate', 'zeros_grad',
+           'as_grad']
 
-def check_tag(tag, what):
-    """``tag`` as an int >= 0, or ValueError naming it."""
-    if not isinstance(tag, (int, numpy.integer)) or isinstance(tag, bool) \
-            or tag < 0:
-        raise ValueError('{}: tag must be an int >= 0, got {!r}'.format(
-            what, tag))
-    return int(tag)
+FORWARD = 'forward'
+BACKWARD = 'backward'
+# MPI tag = TAGS_PER_USER_TAG * user tag + PHASES.index(phase)
+PHASES = (FORWARD, BACKWARD)
+TAGS_PER_USER_TAG = len(PHASES)
 
 
 def forward_tag(tag):
     """The MPI tag that carries forward data for user tag ``tag``."""
-    return 2 * tag
+    return TAGS_PER_USER_TAG * tag
 
 
 def backward_tag(tag):
     """The MPI tag that carries gradients for user tag ``tag``."""
-    return 2 * tag + 1
+    return TAGS_PER_USER_TAG * tag + 1
 
 
 def user_tag(wire_tag):
-    """The user tag whose forward or backward messages use ``wire_tag``."""
-    return wire_tag // 2
+    """``(user tag, phase)`` of an MPI tag of the functions, ``phase``
+    being ``FORWARD`` or ``BACKWARD``; ValueError for a negative tag
+    (``ANY_TAG`` and the like are no function's tag)."""
+    wire_tag = _wire.check_tag(wire_tag, 'user_tag')
+    tag, phase = divmod(wire_tag, TAGS_PER_USER_TAG)
+    return tag, PHASES[phase]
 
 
 def check_peer(communicator, rank, what):
-    """Refuse a peer out of range or equal to the caller's own rank."""
-    size = communicator.size
-    if not isinstance(rank, (int, numpy.integer)) or isinstance(rank, bool) \
-            or not 0 <= rank < size:
-        raise ValueError('{}: rank {!r} is out of range for a communicator '
-                         'of size {} (called on rank {})'.format(
-                             what, rank, size, communicator.rank))
-    if rank == communicator.rank:
-        # A blocking send to oneself is only returned from if MPI buffers
-        # it, and in backward both directions would wait on each other.
-        raise ValueError('{}: rank {} cannot communicate with itself '
-                         '(rank={}); that deadlocks'.format(
-                             what, communicator.rank, rank))
-    return int(rank)
+    """``rank`` as an int peer of ``communicator``: in range and not the
+    caller's own rank (ValueError naming it otherwise)."""
+    return _wire.check_peer(rank, communicator.size, communicator.rank, what)
+
+
+def check_root(communicator, root, what):
+    """``root`` as an int rank of ``communicator`` (ValueError naming it
+    otherwise)."""
+    return _wire.check_root(root, communicator.size, communicator.rank, what)
+
+
+def check_tag(tag, what, communicator):
+    """``tag`` as an int >= 0 (ValueError naming it otherwise)."""
+    return _wire.check_tag(tag, what, communicator.rank)
 
 
 def empty_delegate(xp=numpy):

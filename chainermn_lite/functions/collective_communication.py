@@ -157,13 +157,6 @@ def _dummy(x=None):
         _wire.empty_delegate(backend.get_array_module(array)))
 
 
-def _check_root(comm, root, what):
-    if not isinstance(root, int) or not 0 <= root < comm.size:
-        raise ValueError('{}: root {!r} is out of range for a communicator '
-                         'of size {} (rank {})'.format(what, root, comm.size,
-                                                       comm.rank))
-
-
 def allgather(comm, x):
     """allgather(comm, x): tuple of every rank's ``x`` (as Variables).
 
@@ -192,7 +185,7 @@ def bcast(comm, x, root=0):
     rank's gradient into root's ``x``; non-root ranks keep a backward path,
     so they must back-propagate through the result too.
     """
-    _check_root(comm, root, 'bcast')
+    _wire.check_root(comm, root, 'bcast')
     if comm.rank == root:
         if x is None:
             raise ValueError('bcast: root {} must give x'.format(root))
@@ -208,7 +201,7 @@ def gather(comm, x, root=0):
 
     Backward scatters root's gradients back to each rank's ``x``.
     """
-    _check_root(comm, root, 'gather')
+    _wire.check_root(comm, root, 'gather')
     ys = Gather(comm, root).apply((x, _dummy(x)))
     return ys if comm.rank == root else ys[0]
 
@@ -219,7 +212,7 @@ def scatter(comm, xs, root=0):
     ``xs`` (one Variable per rank) is only read at root. Backward gathers
     the gradients into root's ``xs``.
     """
-    _check_root(comm, root, 'scatter')
+    _wire.check_root(comm, root, 'scatter')
     if comm.rank == root:
         if xs is None or len(xs) != comm.size:
             raise ValueError('scatter: root {} must give {} variables (one '

@@ -20,7 +20,8 @@ import chainer.functions as F
 import numpy
 
 from chainermn_lite import _mpi
-from chainermn_lite.parallel import collectives
+from chainermn_lite import _wire
+from chainermn_lite.parallel import buffer_collectives
 from chainermn_lite.parallel.grid import as_mpi_comm
 from chainermn_lite.parallel.grid import axis_bounds
 from chainermn_lite.parallel.grid import check_grid
@@ -227,7 +228,7 @@ class SumGradsOverGrid(chainer.function_node.FunctionNode):
         dtype = self.inputs[0].dtype
         local = [numpy.zeros(s, dtype=dtype) if g is None else g.array
                  for s, g in zip(shapes, grad_outputs)]
-        summed = collectives.allreduce_sum(self.mpi_comm, local)
+        summed = buffer_collectives.allreduce_sum(self.mpi_comm, local)
         return tuple(chainer.Variable(summed[i]) for i in indexes)
 
 
@@ -236,7 +237,8 @@ def _tile_shapes(mpi_comm, grid, x, what):
     if x.ndim != 4:
         raise ValueError('{}: expected an NCHW tile, got shape {}'.format(
             what, x.shape))
-    shapes = collectives.allgather_shapes(mpi_comm, x.shape)
+    shapes = [shape for _, shape in
+              _wire.allgather_descriptors(mpi_comm, x)]
     rows, cols = grid
     heights = [shapes[r * cols][2] if len(shapes[r * cols]) == 4 else -1
                for r in range(rows)]
@@ -383,7 +385,7 @@ def _allgather_tiles(mpi_comm, grid, tile, full_shape):
     # Pixels first, so one rank's tile is one contiguous run of rows.
     mine = numpy.ascontiguousarray(tile.transpose(2, 3, 0, 1)).reshape(
         (-1,) + tile.shape[:2])
-    flat = collectives.allgatherv_rows(mpi_comm, mine, counts)
+    flat = buffer_collectives.allgatherv_rows(mpi_comm, mine, counts)
     full = numpy.empty(full_shape, dtype=tile.dtype)
     start = 0
     for ((h0, h1), (w0, w1)), count in zip(spans, counts):

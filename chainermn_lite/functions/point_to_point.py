@@ -116,7 +116,7 @@ def send(x, communicator, rank, tag=0):
     reaches this send and receives its gradients. Backward runs even when
     ``x`` needs no gradient, so the receiving rank never waits forever.
     """
-    tag = _wire.check_tag(tag, 'send')
+    tag = _wire.check_tag(tag, 'send', communicator)
     rank = _wire.check_peer(communicator, rank, 'send')
     xs, as_tuple = _as_variables(x)
     xp = backend.get_array_module(xs[0].array)
@@ -138,7 +138,7 @@ def recv(communicator, rank, delegate_variable=None, tag=0, device=None,
     component of this rank's graph, typically a ``send``'s delegate).
     ``device`` (a Chainer device specifier) moves the received arrays.
     """
-    tag = _wire.check_tag(tag, 'recv')
+    tag = _wire.check_tag(tag, 'recv', communicator)
     rank = _wire.check_peer(communicator, rank, 'recv')
     if delegate_variable is None:
         delegate_variable = chainer.Variable(_wire.empty_delegate())

@@ -13,7 +13,8 @@ backward and ``gather_features`` just keeps this rank's slice.
 import chainer
 import numpy
 
-from chainermn_lite.parallel import collectives
+from chainermn_lite import _wire
+from chainermn_lite.parallel import buffer_collectives
 from chainermn_lite.parallel.grid import as_mpi_comm
 from chainermn_lite.parallel.grid import axis_bounds
 
@@ -55,7 +56,8 @@ class SplitFeatures(chainer.function_node.FunctionNode):
     def backward(self, indexes, grad_outputs):
         gy, = grad_outputs
         gy_t = gy.array.T
-        gx_t = collectives.allgatherv_rows(self.mpi_comm, gy_t, self.counts)
+        gx_t = buffer_collectives.allgatherv_rows(self.mpi_comm, gy_t,
+                                                  self.counts)
         return chainer.Variable(numpy.ascontiguousarray(gx_t.T)),
 
 
@@ -68,7 +70,8 @@ class GatherFeatures(chainer.function_node.FunctionNode):
     def forward(self, inputs):
         x, = inputs
         _check_2d(x, 'gather_features')
-        shapes = collectives.allgather_shapes(self.mpi_comm, x.shape)
+        shapes = [shape for _, shape in
+                  _wire.allgather_descriptors(self.mpi_comm, x)]
         counts = [s[1] if len(s) == 2 else -1 for s in shapes]
         total = sum(counts)
         expected = [b - a for a, b in axis_bounds(total,
@@ -83,7 +86,8 @@ class GatherFeatures(chainer.function_node.FunctionNode):
         rank = self.mpi_comm.Get_rank()
         self.start = sum(counts[:rank])
         self.stop = self.start + counts[rank]
-        full_t = collectives.allgatherv_rows(self.mpi_comm, x.T, counts)
+        full_t = buffer_collectives.allgatherv_rows(self.mpi_comm, x.T,
+                                                    counts)
         return numpy.ascontiguousarray(full_t.T),
 
     def backward(self, indexes, grad_outputs):
@@ -137,8 +141,8 @@ class VecparLinearFunction(chainer.function_node.FunctionNode):
         self.retain_inputs((0, 1))
         # (out, batch) rows: the reduce-scatter splits along outputs.
         partial_t = W.dot(x.T)
-        y_t = collectives.reduce_scatter_rows(self.mpi_comm, partial_t,
-                                              self.out_counts)
+        y_t = buffer_collectives.reduce_scatter_rows(
+            self.mpi_comm, partial_t, self.out_counts)
         y = numpy.ascontiguousarray(y_t.T)
         if len(inputs) == 3:
             y += inputs[2]
@@ -147,7 +151,7 @@ class VecparLinearFunction(chainer.function_node.FunctionNode):
     def backward(self, indexes, grad_outputs):
         x, W = self.get_retained_inputs()
         gy, = grad_outputs
-        gy_full_t = collectives.allgatherv_rows(
+        gy_full_t = buffer_collectives.allgatherv_rows(
             self.mpi_comm, gy.array.T, self.out_counts)
         grads = []
         for i in indexes:

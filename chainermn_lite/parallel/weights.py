@@ -2,7 +2,7 @@
 import chainer
 import numpy
 
-from chainermn_lite.parallel import collectives
+from chainermn_lite.parallel import buffer_collectives
 
 __all__ = ['whole_array']
 
@@ -30,4 +30,4 @@ def whole_array(mpi_comm, initializer, shape, what, dtype=numpy.float32):
     array = numpy.empty(shape, dtype=dtype)
     if mpi_comm.Get_rank() == 0:
         initializer(array)
-    return collectives.bcast_array(mpi_comm, array)
+    return buffer_collectives.bcast_array(mpi_comm, array)

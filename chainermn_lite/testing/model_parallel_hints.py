@@ -72,13 +72,13 @@ def _findings(report):
               for _, msg in report.unmatched]
     for rank, record, how in items:
         if record.tag is None or record.tag < 0 or \
-                _phase(record) != 'backward':
+                _phase(record) != _wire.BACKWARD:
             continue
         key = (rank, record.peer, record.tag, _is_send(record))
         if key in seen:
             continue
         seen.add(key)
-        out.append((rank, record.peer, _wire.user_tag(record.tag), how,
+        out.append((rank, record.peer, _wire.user_tag(record.tag)[0], how,
                     record))
     return out
 

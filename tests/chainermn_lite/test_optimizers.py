@@ -63,8 +63,7 @@ def _reference(stale):
     return _params(model)
 
 
-def _data_parallel(mpi_comm, double_buffering, name='naive'):
-    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+def _data_parallel(comm, double_buffering):
     # Different initial weights per rank: the first update must broadcast.
     model = _Net(comm.rank)
     opt = chainermn_lite.create_multi_node_optimizer(
@@ -83,9 +82,9 @@ def _data_parallel(mpi_comm, double_buffering, name='naive'):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-@pytest.mark.parametrize('name', ['naive', 'flat'])
-def test_matches_one_process_with_global_batch(mpi_comm, name):
-    params, opt = _data_parallel(mpi_comm, False, name)
+@pytest.mark.parametrize('communicator_name', ['naive', 'flat'])
+def test_matches_one_process_with_global_batch(mpi_comm, make_communicator):
+    params, opt = _data_parallel(make_communicator(mpi_comm), False)
     expected = _reference(stale=False)
     assert sorted(params) == sorted(expected)
     for key in expected:
@@ -95,8 +94,9 @@ def test_matches_one_process_with_global_batch(mpi_comm, name):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-def test_double_buffering_applies_previous_step_gradient(mpi_comm):
-    params, opt = _data_parallel(mpi_comm, True)
+def test_double_buffering_applies_previous_step_gradient(
+        mpi_comm, make_communicator):
+    params, opt = _data_parallel(make_communicator(mpi_comm), True)
     expected = _reference(stale=True)
     for key in expected:
         np.testing.assert_allclose(params[key], expected[key], rtol=1e-5,
@@ -105,8 +105,9 @@ def test_double_buffering_applies_previous_step_gradient(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_wrapper_delegates_attributes_and_serialization(mpi_comm, tmp_path):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_wrapper_delegates_attributes_and_serialization(
+        mpi_comm, tmp_path, make_communicator):
+    comm = make_communicator(mpi_comm)
     model = _Net(0)
     opt = chainermn_lite.create_multi_node_optimizer(
         chainer.optimizers.SGD(lr=0.5), comm)
@@ -126,12 +127,13 @@ def test_wrapper_delegates_attributes_and_serialization(mpi_comm, tmp_path):
 
 
 @pytest.mark.mpi(sizes=(2, 4))
-def test_double_buffering_reduction_progresses_without_mpi_calls(mpi_comm):
+def test_double_buffering_reduction_progresses_without_mpi_calls(
+        mpi_comm, make_communicator):
     # The optimizer's helper thread reduces while the main thread computes
     # (no MPI call of its own): under mpiexec a thread of the process, on
     # the simulator a thread of the rank.
     import time
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm, 'flat')
     model = _Net(comm.rank)
     opt = chainermn_lite.create_multi_node_optimizer(
         chainer.optimizers.SGD(lr=0.1), comm, double_buffering=True)
@@ -165,13 +167,14 @@ class _MixedParams(chainer.Link):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-def test_double_buffering_with_grads_written_in_place(mpi_comm):
+def test_double_buffering_with_grads_written_in_place(
+        mpi_comm, make_communicator):
     # A backward that accumulates into the existing grad arrays (or
     # zerograds, or p.grad[...] = g) must never write into the arrays
     # whose mean is still being computed: step t writes in place while
     # the mean of step t - 1 is in flight, and the applied means stay
     # exact. float16 grads and a grad that is None are reduced too.
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm, 'flat')
     model = _MixedParams()
     opt = chainermn_lite.create_multi_node_optimizer(
         chainer.optimizers.SGD(lr=1.0), comm, double_buffering=True)

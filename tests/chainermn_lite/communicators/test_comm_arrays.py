@@ -2,15 +2,10 @@
 import numpy as np
 import pytest
 
-import chainermn_lite
 
 NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware', 'dummy')
 DTYPES = (np.float16, np.float32, np.float64, np.int32, np.int64, np.uint8,
           np.bool_)
-
-
-def _comm(mpi_comm, name='flat'):
-    return chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
 
 
 def _value(rank, shape, dtype, salt=0):
@@ -19,9 +14,9 @@ def _value(rank, shape, dtype, salt=0):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
-@pytest.mark.parametrize('name', NAMES)
-def test_ranks_and_sizes(mpi_comm, name):
-    comm = _comm(mpi_comm, name)
+@pytest.mark.parametrize('communicator_name', NAMES)
+def test_ranks_and_sizes(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     assert comm.rank == mpi_comm.Get_rank()
     assert comm.size == mpi_comm.Get_size()
     assert comm.mpi_comm is mpi_comm
@@ -32,8 +27,8 @@ def test_ranks_and_sizes(mpi_comm, name):
 
 
 @pytest.mark.mpi(sizes=(2, 4, 8), nodes=2)
-def test_two_nodes_intra_inter(mpi_comm, simulated):
-    comm = _comm(mpi_comm)
+def test_two_nodes_intra_inter(mpi_comm, make_communicator, simulated):
+    comm = make_communicator(mpi_comm, 'flat')
     everyone = comm.allgather_obj((comm.intra_rank, comm.intra_size,
                                    comm.inter_rank, comm.inter_size))
     # Whatever the real topology, ranks on one node are numbered densely
@@ -57,8 +52,8 @@ def test_two_nodes_intra_inter(mpi_comm, simulated):
 @pytest.mark.parametrize('dtype', DTYPES)
 @pytest.mark.parametrize('shape', [(), (0,), (1,), (3, 4), (2, 0, 5),
                                    (5000,)])
-def test_send_recv_ring(mpi_comm, dtype, shape):
-    comm = _comm(mpi_comm)
+def test_send_recv_ring(mpi_comm, dtype, shape, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     r, n = comm.rank, comm.size
     x = _value(r, shape, dtype)
     if r % 2 == 0:
@@ -73,8 +68,8 @@ def test_send_recv_ring(mpi_comm, dtype, shape):
 
 
 @pytest.mark.mpi(sizes=(2, 4))
-def test_send_recv_tuple_big_and_noncontiguous(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_send_recv_tuple_big_and_noncontiguous(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     comm.set_config('max_buf_len', 1000)   # forces chunked payloads
     r = comm.rank
     big = _value(r, (300, 70), np.float32)
@@ -99,8 +94,8 @@ def test_send_recv_tuple_big_and_noncontiguous(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_recv_any_source_any_tag(mpi_comm, MPI):
-    comm = _comm(mpi_comm)
+def test_recv_any_source_any_tag(mpi_comm, MPI, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     r, n = comm.rank, comm.size
     if r == 0:
         got = sorted(int(comm.recv(MPI.ANY_SOURCE, MPI.ANY_TAG)[0])
@@ -117,8 +112,8 @@ def test_recv_any_source_any_tag(mpi_comm, MPI):
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('dtype', DTYPES)
-def test_bcast(mpi_comm, dtype):
-    comm = _comm(mpi_comm)
+def test_bcast(mpi_comm, dtype, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     for root in {0, comm.size - 1}:
         x = _value(root, (4, 3), dtype) if comm.rank == root else None
         y = comm.bcast(x, root=root)
@@ -131,8 +126,8 @@ def test_bcast(mpi_comm, dtype):
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('dtype', DTYPES)
-def test_gather_allgather_differing_shapes(mpi_comm, dtype):
-    comm = _comm(mpi_comm)
+def test_gather_allgather_differing_shapes(mpi_comm, dtype, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     r, n = comm.rank, comm.size
     mine = _value(r, (r, 3), dtype)
     everyone = [_value(i, (i, 3), dtype) for i in range(n)]
@@ -150,8 +145,8 @@ def test_gather_allgather_differing_shapes(mpi_comm, dtype):
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('dtype', DTYPES)
-def test_scatter_tuple_and_array(mpi_comm, dtype):
-    comm = _comm(mpi_comm)
+def test_scatter_tuple_and_array(mpi_comm, dtype, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     r, n = comm.rank, comm.size
     root = n // 2
     parts = [_value(i, (i + 1, 2), dtype) for i in range(n)]
@@ -165,8 +160,8 @@ def test_scatter_tuple_and_array(mpi_comm, dtype):
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('dtype', DTYPES)
-def test_alltoall(mpi_comm, dtype):
-    comm = _comm(mpi_comm)
+def test_alltoall(mpi_comm, dtype, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     r, n = comm.rank, comm.size
     xs = [_value(r, (i + r, 2), dtype, salt=i) for i in range(n)]
     ys = comm.alltoall(xs)
@@ -179,8 +174,8 @@ def test_alltoall(mpi_comm, dtype):
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('dtype', (np.float16, np.float32, np.float64,
                                    np.int32, np.int64, np.uint8))
-def test_allreduce_sums(mpi_comm, dtype):
-    comm = _comm(mpi_comm)
+def test_allreduce_sums(mpi_comm, dtype, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     r, n = comm.rank, comm.size
     x = _value(r, (5, 2), dtype) // 8
     got = comm.allreduce(x)
@@ -194,11 +189,11 @@ def test_allreduce_sums(mpi_comm, dtype):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_send_recv_small_array_kinds(mpi_comm):
+def test_send_recv_small_array_kinds(mpi_comm, make_communicator):
     # The single-small-array fast path caches frame heads by (dtype,
     # shape): every kind of array it may see, sent twice so the second
     # send and receive use the caches.
-    comm = _comm(mpi_comm)
+    comm = make_communicator(mpi_comm, 'flat')
     arrays = [np.arange(3, dtype=np.complex64) * 1j, np.array(5.0),
               np.array([True, False]), np.zeros((0, 3), np.float32),
               np.arange(6, dtype=np.float16).reshape(2, 3),

@@ -7,8 +7,8 @@ from chainermn_lite import communicators
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
-def test_peer_out_of_range_and_self(mpi_comm):
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+def test_peer_out_of_range_and_self(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     n, r = comm.size, comm.rank
     with pytest.raises(ValueError, match='rank {} is out of range.*size {}'
                        .format(n, n)):
@@ -27,8 +27,8 @@ def test_peer_out_of_range_and_self(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 2))
-def test_unsupported_dtypes_are_named(mpi_comm):
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+def test_unsupported_dtypes_are_named(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     with pytest.raises(TypeError, match='dtype object'):
         comm.send(np.array([None, 1]), (comm.rank + 1) % comm.size, 0)
     with pytest.raises(TypeError, match='dtype <U3'):
@@ -36,15 +36,15 @@ def test_unsupported_dtypes_are_named(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
-def test_allreduce_rejects_bool_on_every_rank(mpi_comm):
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+def test_allreduce_rejects_bool_on_every_rank(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     with pytest.raises(TypeError, match='dtype bool cannot be reduced'):
         comm.allreduce(np.ones(3, dtype=bool))
 
 
 @pytest.mark.mpi(sizes=(2, 3, 4))
-def test_allreduce_shape_mismatch_names_each_rank(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_allreduce_shape_mismatch_names_each_rank(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     x = np.ones((2, 1 + (comm.rank == 1)), dtype=np.float32)
     with pytest.raises(ValueError) as info:
         comm.allreduce(x)
@@ -56,8 +56,8 @@ def test_allreduce_shape_mismatch_names_each_rank(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_recv_obj_of_an_array_message_says_so(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_recv_obj_of_an_array_message_says_so(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     if comm.rank == 0:
         comm.send(np.ones(3), 1, 4)
     else:
@@ -67,8 +67,9 @@ def test_recv_obj_of_an_array_message_says_so(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 2))
-def test_scatter_and_alltoall_need_one_item_per_rank(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_scatter_and_alltoall_need_one_item_per_rank(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     with pytest.raises(ValueError, match='expecting {} arrays.*got {}'
                        .format(comm.size, comm.size + 1)):
         comm.alltoall([np.ones(1)] * (comm.size + 1))

@@ -6,7 +6,6 @@ import chainer.links as L
 import numpy as np
 import pytest
 
-import chainermn_lite
 from chainermn_lite.communicators import _grads
 
 NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware')
@@ -47,10 +46,10 @@ def _expected(size, dtype):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=2)
-@pytest.mark.parametrize('name', NAMES)
+@pytest.mark.parametrize('communicator_name', NAMES)
 @pytest.mark.parametrize('dtype', (np.float16, np.float32, np.float64))
-def test_multi_node_mean_grad(mpi_comm, name, dtype):
-    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+def test_multi_node_mean_grad(mpi_comm, make_communicator, dtype):
+    comm = make_communicator(mpi_comm)
     model = _Model(dtype)
     _fill(model, comm.rank, dtype)
     comm.multi_node_mean_grad(model)
@@ -67,9 +66,9 @@ def test_multi_node_mean_grad(mpi_comm, name, dtype):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-@pytest.mark.parametrize('name', NAMES + ('dummy',))
-def test_zero_fill(mpi_comm, name):
-    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+@pytest.mark.parametrize('communicator_name', NAMES + ('dummy',))
+def test_zero_fill(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     model = _Model()
     _fill(model, 0, np.float32)
     with warnings.catch_warnings():
@@ -83,10 +82,10 @@ def test_zero_fill(mpi_comm, name):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=2)
-@pytest.mark.parametrize('name', NAMES + ('dummy',))
+@pytest.mark.parametrize('communicator_name', NAMES + ('dummy',))
 @pytest.mark.parametrize('dtype', (np.float16, np.float32, np.float64))
-def test_bcast_data(mpi_comm, name, dtype):
-    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+def test_bcast_data(mpi_comm, make_communicator, dtype):
+    comm = make_communicator(mpi_comm)
     model = _Model(dtype)
     expect = {}
     for i, (pname, p) in enumerate(sorted(model.namedparams())):
@@ -106,9 +105,10 @@ def test_bcast_data(mpi_comm, name, dtype):
 
 
 @pytest.mark.mpi(sizes=(2, 3, 4))
-@pytest.mark.parametrize('name', NAMES)
-def test_grad_none_on_one_rank_is_an_error_not_a_hang(mpi_comm, name):
-    comm = chainermn_lite.create_communicator(name, mpi_comm=mpi_comm)
+@pytest.mark.parametrize('communicator_name', NAMES)
+def test_grad_none_on_one_rank_is_an_error_not_a_hang(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     model = _Model()
     skip = ('/unused/W', '/unused/b')
     if comm.rank == comm.size - 1:
@@ -126,8 +126,8 @@ def test_grad_none_on_one_rank_is_an_error_not_a_hang(mpi_comm, name):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_mismatched_param_shapes_name_each_rank(mpi_comm):
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+def test_mismatched_param_shapes_name_each_rank(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
     model = chainer.Chain()
     with model.init_scope():
         model.l = L.Linear(3, 2 + (comm.rank == 1))

@@ -2,11 +2,7 @@
 import numpy as np
 import pytest
 
-import chainermn_lite
 
-
-def _comm(mpi_comm):
-    return chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
 
 
 def _payload(rank, n=10):
@@ -24,8 +20,8 @@ def _same(a, b):
 
 
 @pytest.mark.mpi(sizes=(2, 3, 4, 8))
-def test_send_recv_obj(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_send_recv_obj(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     r, n = comm.rank, comm.size
     if r == 0:
         for dest in range(1, n):
@@ -38,8 +34,8 @@ def test_send_recv_obj(mpi_comm):
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('max_buf_len', [None, 7, 1000])
-def test_bcast_obj_chunked(mpi_comm, max_buf_len):
-    comm = _comm(mpi_comm)
+def test_bcast_obj_chunked(mpi_comm, max_buf_len, make_communicator):
+    comm = make_communicator(mpi_comm)
     for root in {0, comm.size - 1}:
         obj = _payload(root + 3, 100) if comm.rank == root else None
         got = comm.bcast_obj(obj, max_buf_len=max_buf_len, root=root)
@@ -48,8 +44,9 @@ def test_bcast_obj_chunked(mpi_comm, max_buf_len):
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('max_buf_len', [None, 5])
-def test_gather_scatter_allreduce_obj(mpi_comm, max_buf_len):
-    comm = _comm(mpi_comm)
+def test_gather_scatter_allreduce_obj(
+        mpi_comm, max_buf_len, make_communicator):
+    comm = make_communicator(mpi_comm)
     if max_buf_len:
         comm.set_config('max_buf_len', max_buf_len)
     r, n = comm.rank, comm.size
@@ -72,9 +69,8 @@ def test_gather_scatter_allreduce_obj(mpi_comm, max_buf_len):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 4))
-def test_split_keeps_kind(mpi_comm):
-    comm = chainermn_lite.create_communicator('hierarchical',
-                                              mpi_comm=mpi_comm)
+def test_split_keeps_kind(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'hierarchical')
     r = comm.rank
     sub = comm.split(r % 2, -r)
     assert sub.name == 'hierarchical'

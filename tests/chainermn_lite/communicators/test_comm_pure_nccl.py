@@ -12,7 +12,7 @@ def _needs_nccl(mpi_comm):
         return                  # simulator.nccl stands in for NCCL
     try:
         from cupy.cuda import nccl  # noqa: F401
-    except Exception:  # noqa: B902
+    except Exception:
         pytest.skip('pure_nccl under real MPI needs CuPy with NCCL and a '
                     'GPU; this machine has none (tested on the simulator)')
     pytest.skip('host-array models cannot use real NCCL; GPU test pending')
@@ -39,10 +39,11 @@ def _fill(model, rank, dtype):
     (np.float32, None, 1e-6), (np.float64, np.float64, 1e-12),
     (np.float32, np.float16, 3e-3), (np.float16, np.float32, 2e-3),
     (np.float16, np.float16, 3e-3)])
-def test_pure_nccl_mean_grad(mpi_comm, dtype, grad_dtype, tol):
+def test_pure_nccl_mean_grad(
+        mpi_comm, dtype, grad_dtype, tol, make_communicator):
     _needs_nccl(mpi_comm)
-    comm = chainermn_lite.create_communicator(
-        'pure_nccl', mpi_comm=mpi_comm, allreduce_grad_dtype=grad_dtype)
+    comm = make_communicator(mpi_comm, 'pure_nccl',
+                             allreduce_grad_dtype=grad_dtype)
     assert comm.get_config('allreduce_grad_dtype') == (
         None if grad_dtype is None else np.dtype(grad_dtype))
     model = _Model(dtype)
@@ -59,10 +60,9 @@ def test_pure_nccl_mean_grad(mpi_comm, dtype, grad_dtype, tol):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 4))
-def test_pure_nccl_bcast_data_and_split(mpi_comm):
+def test_pure_nccl_bcast_data_and_split(mpi_comm, make_communicator):
     _needs_nccl(mpi_comm)
-    comm = chainermn_lite.create_communicator('pure_nccl',
-                                              mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm, 'pure_nccl')
     model = _Model(np.float32)
     for p in model.params():
         p.data[...] = comm.rank + 1

@@ -6,7 +6,6 @@ import time
 import numpy as np
 import pytest
 
-import chainermn_lite
 from chainermn_lite.communicators import _watchdog
 
 LIMIT = 0.3
@@ -25,9 +24,8 @@ def _wait_for_report(read, needle, seconds=5.0):
 
 @pytest.mark.mpi(sizes=(2,))
 def test_recv_blocked_longer_than_limit_prints_call_and_stack(
-        mpi_comm, capfd, simulated):
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm,
-                                              watchdog=LIMIT)
+        mpi_comm, capfd, make_communicator, simulated):
+    comm = make_communicator(mpi_comm, 'flat', watchdog=LIMIT)
     if comm.rank == 1:
         time.sleep(LIMIT * 5)
         comm.send(np.arange(3, dtype=np.float32), dest=0, tag=7)
@@ -55,9 +53,8 @@ def test_recv_blocked_longer_than_limit_prints_call_and_stack(
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_calls_within_limit_print_nothing(mpi_comm, capfd):
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm,
-                                              watchdog=5.0)
+def test_calls_within_limit_print_nothing(mpi_comm, capfd, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat', watchdog=5.0)
     peer = 1 - comm.rank
     comm.send(np.ones(4), dest=peer, tag=3) if comm.rank == 0 else None
     got = comm.recv(source=peer, tag=3) if comm.rank == 1 else None
@@ -87,12 +84,12 @@ def test_limit_from_argument_or_environment(monkeypatch):
 
 
 @pytest.mark.simulator_only(reason='checks that disabled adds no wrapper')
-def test_disabled_keeps_plain_methods(monkeypatch):
+def test_disabled_keeps_plain_methods(monkeypatch, make_communicator):
     import simulator
     monkeypatch.delenv(_watchdog.WATCHDOG_ENV, raising=False)
 
     def body(mpi_comm):
-        comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+        comm = make_communicator(mpi_comm)
         return [name for name in _watchdog.WATCHED_METHODS
                 if name in comm.__dict__]
 

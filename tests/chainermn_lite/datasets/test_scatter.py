@@ -8,8 +8,8 @@ from chainermn_lite.datasets import scatter
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
 @pytest.mark.parametrize('n', [0, 1, 7, 10, 13])
-def test_unpadded_parts_are_disjoint_and_cover(mpi_comm, n):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_unpadded_parts_are_disjoint_and_cover(mpi_comm, n, make_communicator):
+    comm = make_communicator(mpi_comm)
     data = list(range(n)) if comm.rank == 0 else None
     part = chainermn_lite.scatter_dataset(data, comm,
                                           force_equal_length=False)
@@ -21,8 +21,8 @@ def test_unpadded_parts_are_disjoint_and_cover(mpi_comm, n):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-def test_padded_parts_have_equal_length_and_cover(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_padded_parts_have_equal_length_and_cover(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     n = 10
     data = np.arange(n) * 3 if comm.rank == 0 else None
     part = chainermn_lite.scatter_dataset(data, comm, shuffle=True, seed=5)
@@ -36,8 +36,8 @@ def test_padded_parts_have_equal_length_and_cover(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_scatter_index_from_a_non_zero_root(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_scatter_index_from_a_non_zero_root(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     root = comm.size - 1
     n = 11 if comm.rank == root else None
     b, e = chainermn_lite.scatter_index(n, comm, root=root,
@@ -48,8 +48,8 @@ def test_scatter_index_from_a_non_zero_root(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_large_dataset_goes_in_small_pieces(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_large_dataset_goes_in_small_pieces(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     data = np.arange(5000, dtype=np.float64) if comm.rank == 0 else None
     part = chainermn_lite.scatter_dataset(data, comm, max_buf_len=1000,
                                           force_equal_length=False)

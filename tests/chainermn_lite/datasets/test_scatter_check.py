@@ -12,14 +12,12 @@ from chainermn_lite.datasets import check_scattered
 from chainermn_lite.datasets import scatter
 
 
-def _comm(mpi_comm):
-    return chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
-
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
 @pytest.mark.parametrize('n', [0, 1, 7, 10])
-def test_scatter_dataset_parts_pass_and_padding_is_named(mpi_comm, n):
-    comm = _comm(mpi_comm)
+def test_scatter_dataset_parts_pass_and_padding_is_named(
+        mpi_comm, n, make_communicator):
+    comm = make_communicator(mpi_comm)
     data = list(range(n)) if comm.rank == 0 else None
     part = chainermn_lite.scatter_dataset(data, comm, shuffle=True, seed=1,
                                           check=True)
@@ -39,8 +37,9 @@ def test_scatter_dataset_parts_pass_and_padding_is_named(mpi_comm, n):
 
 
 @pytest.mark.mpi(sizes=(2, 3, 4))
-def test_overlapping_hand_made_shards_name_ranks_and_indices(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_overlapping_hand_made_shards_name_ranks_and_indices(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     n = 10
     # Rank 1 starts at 0 like rank 0: examples 0, size, ... twice, and
     # 1, 1 + size, ... on no rank.
@@ -57,8 +56,8 @@ def test_overlapping_hand_made_shards_name_ranks_and_indices(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_missing_and_outside_indices_are_named(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_missing_and_outside_indices_are_named(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     k = 3
     missed = ', '.join(str(k * r + k - 1) for r in range(comm.size))
     with pytest.raises(ScatterError, match=re.escape(
@@ -75,8 +74,8 @@ def test_missing_and_outside_indices_are_named(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_ranks_shuffling_differently_are_caught(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_ranks_shuffling_differently_are_caught(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     data = list(range(12))
     order = np.random.RandomState(comm.rank).permutation(12)  # per rank!
     begin, end = scatter.index_ranges(12, comm.size, False)[comm.rank]
@@ -90,8 +89,8 @@ def test_ranks_shuffling_differently_are_caught(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_overlap_beyond_padding_is_refused(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_overlap_beyond_padding_is_refused(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     shard = (0, 4) if comm.rank == 0 else (1, 5)  # 5 examples, 3 shared
     with pytest.raises(ScatterError, match=r'beyond the padding.*every '
                        r'rank 3 examples\): lengths \[4, 4\]'):
@@ -115,8 +114,9 @@ class _BrokenScatter:
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_check_is_on_by_default_and_check_false_skips_it(mpi_comm):
-    comm = _BrokenScatter(_comm(mpi_comm))
+def test_check_is_on_by_default_and_check_false_skips_it(
+        mpi_comm, make_communicator):
+    comm = _BrokenScatter(make_communicator(mpi_comm))
     with pytest.raises(ScatterError, match=r'index 0 on ranks \[0, 1'):
         chainermn_lite.scatter_index(6, comm, check=True,
                                      force_equal_length=False)

@@ -30,8 +30,8 @@ def _trainer(comm, out, stop):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
-def test_resume_equals_continuing(mpi_comm, tmp_path):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_resume_equals_continuing(mpi_comm, tmp_path, make_communicator):
+    comm = make_communicator(mpi_comm)
     out = str(tmp_path / 'run{}'.format(comm.size))
     trainer, model, cp = _trainer(comm, out, 10)
     trainer.run()

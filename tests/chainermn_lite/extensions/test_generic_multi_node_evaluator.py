@@ -30,8 +30,9 @@ def _expected_order(parts, batch):
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
 @pytest.mark.parametrize('n,batch', [(11, 2), (41, 1), (5, 3)])
-def test_root_gets_every_result_in_chainermn_order(mpi_comm, n, batch):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_root_gets_every_result_in_chainermn_order(
+        mpi_comm, n, batch, make_communicator):
+    comm = make_communicator(mpi_comm)
     values = np.arange(n, dtype=np.float64) ** 2
     data = values.reshape(-1, 1) if comm.rank == 0 else None
     # Uneven parts: ranks run out of batches at different steps, some
@@ -56,8 +57,9 @@ def test_root_gets_every_result_in_chainermn_order(mpi_comm, n, batch):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_default_calc_local_calls_target_and_root_can_be_any_rank(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_default_calc_local_calls_target_and_root_can_be_any_rank(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     root = comm.size - 1
     data = [np.array([comm.rank * 10 + i], np.float32) for i in range(3)]
     it = chainer.iterators.SerialIterator(data, 1, repeat=False,
@@ -81,7 +83,7 @@ def test_without_communicator_evaluates_locally():
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_bad_root_is_refused(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_bad_root_is_refused(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     with pytest.raises(ValueError, match='root 2 is not a rank'):
         GenericMultiNodeEvaluator(comm, iter([]), None, root=2)

@@ -59,8 +59,9 @@ def _fired(trigger, values, key='main/accuracy'):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-def test_all_ranks_stop_where_the_global_mean_says(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_all_ranks_stop_where_the_global_mean_says(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     trigger = MultiNodeEarlyStoppingTrigger(
         comm, monitor='main/accuracy', patience=3,
         check_trigger=(1, 'epoch'))
@@ -82,8 +83,8 @@ def test_all_ranks_stop_where_the_global_mean_says(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_max_trigger_and_training_length(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_max_trigger_and_training_length(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     trigger = MultiNodeEarlyStoppingTrigger(
         comm, monitor='main/loss', patients=10, max_trigger=(3, 'epoch'))
     assert trigger.patience == 10
@@ -93,8 +94,8 @@ def test_max_trigger_and_training_length(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_a_rank_without_observations_still_agrees(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_a_rank_without_observations_still_agrees(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     trigger = MultiNodeEarlyStoppingTrigger(
         comm, monitor='main/loss', patience=1, check_trigger=(1, 'epoch'))
     values = [3.0, 3.0, 4.0, 4.0] if comm.rank == 0 else [None] * 4
@@ -109,8 +110,9 @@ def test_a_rank_without_observations_still_agrees(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_allreduce_persistent_averages_batch_statistics(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_allreduce_persistent_averages_batch_statistics(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     model = chainer.Sequential(chainer.links.Linear(2, 3),
                                chainer.links.BatchNormalization(3))
     model[1].avg_mean[...] = comm.rank

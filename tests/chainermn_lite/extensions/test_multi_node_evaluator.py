@@ -16,8 +16,8 @@ class _Echo(chainer.Link):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-def test_mean_weighted_by_examples_per_rank(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_mean_weighted_by_examples_per_rank(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     values = np.arange(11, dtype=np.float32) ** 2  # uneven split over ranks
     data = values.reshape(-1, 1) if comm.rank == 0 else None
     part = chainermn_lite.scatter_dataset(data, comm,

@@ -13,9 +13,6 @@ import chainermn_lite
 SIZES = (1, 2, 3, 4)
 
 
-def _comm(mpi_comm):
-    return chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
-
 
 def _x(rank, shape=(2, 3), dtype=np.float32):
     rs = np.random.RandomState(100 + rank)
@@ -27,8 +24,8 @@ def _triangle(n):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_allgather(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_allgather(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     r, n = comm.rank, comm.size
     x = _x(r)
     ys = chainermn_lite.functions.allgather(comm, x)
@@ -42,8 +39,8 @@ def test_allgather(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_alltoall(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_alltoall(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     r, n = comm.rank, comm.size
     xs = [_x(r * 10 + j, shape=(j + 1,)) for j in range(n)]
     ys = chainermn_lite.functions.alltoall(comm, xs)
@@ -59,8 +56,9 @@ def test_alltoall(mpi_comm):
 
 @pytest.mark.mpi(sizes=SIZES)
 @pytest.mark.parametrize('root_of', [lambda n: 0, lambda n: n - 1])
-def test_bcast_non_root_keeps_its_backward_path(mpi_comm, root_of):
-    comm = _comm(mpi_comm)
+def test_bcast_non_root_keeps_its_backward_path(
+        mpi_comm, root_of, make_communicator):
+    comm = make_communicator(mpi_comm)
     r, n = comm.rank, comm.size
     root = root_of(n)
     x = _x(root) if r == root else None
@@ -72,8 +70,8 @@ def test_bcast_non_root_keeps_its_backward_path(mpi_comm, root_of):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_gather(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_gather(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     r, n = comm.rank, comm.size
     x = _x(r)
     out = chainermn_lite.functions.gather(comm, x, root=0)
@@ -89,8 +87,8 @@ def test_gather(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_scatter(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_scatter(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     r, n = comm.rank, comm.size
     root = n - 1
     xs = [_x(j, shape=(j + 1, 2)) for j in range(n)] if r == root else None
@@ -104,8 +102,8 @@ def test_scatter(mpi_comm):
 
 @pytest.mark.mpi(sizes=SIZES)
 @pytest.mark.parametrize('dtype', [np.float16, np.float32, np.float64])
-def test_allreduce(mpi_comm, dtype):
-    comm = _comm(mpi_comm)
+def test_allreduce(mpi_comm, dtype, make_communicator):
+    comm = make_communicator(mpi_comm)
     r, n = comm.rank, comm.size
     x = _x(r, dtype=dtype)
     y = chainermn_lite.functions.allreduce(comm, x)
@@ -118,10 +116,11 @@ def test_allreduce(mpi_comm, dtype):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_collective_on_input_without_grad_still_backprops(mpi_comm):
+def test_collective_on_input_without_grad_still_backprops(
+        mpi_comm, make_communicator):
     # Rank 0's input is a constant; its backward must still join the
     # collective, or rank 1's backward would wait forever.
-    comm = _comm(mpi_comm)
+    comm = make_communicator(mpi_comm)
     if comm.rank == 0:
         y = chainermn_lite.functions.allreduce(comm, np.ones(3, np.float32))
         F.sum(y).backward()

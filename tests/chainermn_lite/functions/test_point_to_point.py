@@ -8,9 +8,6 @@ import chainermn_lite
 from chainermn_lite.functions import _wire
 
 
-def _comm(mpi_comm):
-    return chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
-
 
 def _partner(rank, size):
     """Pairs (0,1), (2,3)...; a last odd rank has no partner."""
@@ -19,8 +16,8 @@ def _partner(rank, size):
 
 
 @pytest.mark.mpi(sizes=(2, 3, 4))
-def test_round_trip_values_and_gradients(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_round_trip_values_and_gradients(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     peer = _partner(comm.rank, comm.size)
     if peer is None:
         return
@@ -47,8 +44,8 @@ def test_round_trip_values_and_gradients(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_tuples_travel_with_shapes_and_dtypes(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_tuples_travel_with_shapes_and_dtypes(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.arange(4, dtype=np.float64)
     if comm.rank == 0:
@@ -68,8 +65,9 @@ def test_tuples_travel_with_shapes_and_dtypes(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_force_tuple_and_unused_output_gets_zero_gradient(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_force_tuple_and_unused_output_gets_zero_gradient(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     if comm.rank == 0:
         a = chainer.Variable(np.ones(3, np.float32))
         b = chainer.Variable(np.ones(2, np.float32))
@@ -82,10 +80,11 @@ def test_force_tuple_and_unused_output_gets_zero_gradient(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_send_of_input_without_grad_still_backprops(mpi_comm):
+def test_send_of_input_without_grad_still_backprops(
+        mpi_comm, make_communicator):
     # chainermn#214: a send whose input needs no gradient must still take
     # the peer's gradient in backward, or the peer waits forever.
-    comm = _comm(mpi_comm)
+    comm = make_communicator(mpi_comm)
     if comm.rank == 0:
         phi = chainermn_lite.functions.send(np.ones((2, 2), np.float32),
                                             comm, rank=1)
@@ -97,10 +96,10 @@ def test_send_of_input_without_grad_still_backprops(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_gradient_never_taken_for_an_activation(mpi_comm):
+def test_gradient_never_taken_for_an_activation(mpi_comm, make_communicator):
     # A gradient left on the wire (tag t, backward) must not be received
     # as the next activation (tag t, forward).
-    comm = _comm(mpi_comm)
+    comm = make_communicator(mpi_comm)
     if comm.rank == 1:
         comm.send(np.full(4, -1, np.float32), 0, _wire.backward_tag(0))
         chainermn_lite.functions.send(np.arange(4, dtype=np.float32), comm,
@@ -113,8 +112,9 @@ def test_gradient_never_taken_for_an_activation(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 2))
-def test_bad_peers_and_tags_are_refused_with_the_value(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_bad_peers_and_tags_are_refused_with_the_value(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     x = chainer.Variable(np.ones(2, np.float32))
     with pytest.raises(ValueError, match='itself'):
         chainermn_lite.functions.send(x, comm, rank=comm.rank)
@@ -125,3 +125,42 @@ def test_bad_peers_and_tags_are_refused_with_the_value(mpi_comm):
     with pytest.raises(ValueError, match="tag must be an int >= 0, got -1"):
         chainermn_lite.functions.recv(comm, rank=(comm.rank + 1) % 2,
                                       tag=-1)
+
+
+def test_tag_convention_maps_back_and_forth():
+    wire_tags = set()
+    for tag in (0, 1, 7, 2 ** 20):
+        forward, backward = _wire.forward_tag(tag), _wire.backward_tag(tag)
+        assert _wire.user_tag(forward) == (tag, _wire.FORWARD)
+        assert _wire.user_tag(backward) == (tag, _wire.BACKWARD)
+        wire_tags.update((forward, backward))
+    assert len(wire_tags) == 8          # no two user tags share a wire tag
+    assert _wire.user_tag(np.int32(5)) == (2, 'backward')
+    for bad in (-1, True, 1.0):
+        with pytest.raises(ValueError, match='user_tag: tag must be an int '
+                           '>= 0, got {}'.format(bad)):
+            _wire.user_tag(bad)
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_functions_use_the_forward_and_backward_tags(
+        mpi_comm, make_communicator):
+    # functions.send / recv are the communicator's plain messages on
+    # forward_tag(tag), and their gradients on backward_tag(tag).
+    comm = make_communicator(mpi_comm)
+    data = np.arange(3, dtype=np.float32)
+    if comm.rank == 0:
+        x = chainer.Variable(data.copy())
+        chainermn_lite.functions.send(x, comm, rank=1, tag=4).backward()
+        np.testing.assert_array_equal(x.grad, np.full(3, 5))
+        y = chainermn_lite.functions.recv(comm, rank=1, tag=9)
+        np.testing.assert_array_equal(y.array, data * 2)
+        y.grad = np.full(3, 7, np.float32)
+        y.backward()
+    else:
+        np.testing.assert_array_equal(comm.recv(0, _wire.forward_tag(4)),
+                                      data)
+        comm.send(np.full(3, 5, np.float32), 0, _wire.backward_tag(4))
+        comm.send(data * 2, 0, _wire.forward_tag(9))
+        np.testing.assert_array_equal(comm.recv(0, _wire.backward_tag(9)),
+                                      np.full(3, 7))

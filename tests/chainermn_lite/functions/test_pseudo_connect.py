@@ -56,9 +56,9 @@ def test_none_delegate_and_bad_arguments():
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_guide_two_sends_joined_by_pseudo_connect(mpi_comm):
+def test_guide_two_sends_joined_by_pseudo_connect(mpi_comm, make_communicator):
     # The seed guide's Model_0 / Model_1: two sends, one returned psi.
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm)
     f = chainermn_lite.functions
     if comm.rank == 0:
         x = _var(np.arange(6).reshape(2, 3))

@@ -3,7 +3,6 @@ import chainer
 import numpy as np
 import pytest
 
-import chainermn_lite
 from chainermn_lite import iterators
 
 
@@ -15,8 +14,8 @@ def _actual(seed=0, n=10, batch=3, repeat=True):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
-def test_every_rank_gets_the_master_batches(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_every_rank_gets_the_master_batches(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     master = comm.size - 1
     actual = _actual() if comm.rank == master else None
     it = iterators.create_multi_node_iterator(actual, comm,
@@ -30,8 +29,9 @@ def test_every_rank_gets_the_master_batches(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_non_repeating_iterator_stops_on_every_rank(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_non_repeating_iterator_stops_on_every_rank(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     actual = _actual(repeat=False) if comm.rank == 0 else None
     it = iterators.create_multi_node_iterator(actual, comm)
     batches = list(it)
@@ -39,12 +39,13 @@ def test_non_repeating_iterator_stops_on_every_rank(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_resume_continues_where_the_master_was(mpi_comm, tmp_path):
+def test_resume_continues_where_the_master_was(
+        mpi_comm, tmp_path, make_communicator):
     # Unshuffled: Chainer does not save an order sampler's RNG state.
     def fresh():
         return chainer.iterators.SerialIterator(list(range(10)), 3,
                                                 shuffle=False)
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm)
     it = iterators.create_multi_node_iterator(
         fresh() if comm.rank == 0 else None, comm)
     for _ in range(5):
@@ -61,11 +62,11 @@ def test_resume_continues_where_the_master_was(mpi_comm, tmp_path):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
-def test_order_reads_as_in_chainermn(mpi_comm):
+def test_order_reads_as_in_chainermn(mpi_comm, make_communicator):
     # ChainerMN's ``_order``: the master's actual order, which loading a
     # snapshot replaces; other ranks keep the order they were given at
     # construction (they never draw batches themselves).
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm)
     actual = _actual(n=12) if comm.rank == 0 else None
     it = iterators.create_multi_node_iterator(actual, comm)
     order = it._order.copy()
@@ -88,8 +89,8 @@ def test_order_reads_as_in_chainermn(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_synchronized_iterators_agree(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_synchronized_iterators_agree(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     it = iterators.create_synchronized_iterator(
         _actual(seed=comm.rank), comm, check=True)
     seen = [next(it) for _ in range(8)]
@@ -97,8 +98,8 @@ def test_synchronized_iterators_agree(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_batch_check_names_the_disagreeing_ranks(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_batch_check_names_the_disagreeing_ranks(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     batch = [np.zeros(3), 1 if comm.rank == 1 else 0]
     with pytest.raises(iterators.BatchMismatchError, match=r'ranks \[1\]'):
         iterators.verify_same_batch(comm, batch, step=4)

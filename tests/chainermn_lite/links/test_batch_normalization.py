@@ -51,8 +51,8 @@ def _step(link, x, w, batch):
 @pytest.mark.parametrize('dtype', [np.float32, np.float64])
 @pytest.mark.parametrize('shape', [(5,), (3, 4, 2)])
 def test_equals_one_batch_normalization_over_the_global_batch(
-        mpi_comm, dtype, shape):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+        mpi_comm, dtype, shape, make_communicator):
+    comm = make_communicator(mpi_comm)
     steps = 3
     xs, ws, gamma, beta = _inputs(shape, dtype, steps)
     single = L.BatchNormalization(shape[0], dtype=dtype)
@@ -81,8 +81,9 @@ def test_equals_one_batch_normalization_over_the_global_batch(
 
 
 @pytest.mark.mpi(sizes=(2, 3, 4))
-def test_ranks_with_different_batch_sizes_weigh_by_examples(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_ranks_with_different_batch_sizes_weigh_by_examples(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     counts = [1 + r for r in range(comm.size)]
     total = sum(counts)
     rng = np.random.RandomState(1)
@@ -118,10 +119,11 @@ class _Net(chainer.Chain):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-def test_data_parallel_training_equals_one_process(mpi_comm):
+def test_data_parallel_training_equals_one_process(
+        mpi_comm, make_communicator):
     """create_mnbn_model + multi-node optimizer, k steps: parameters and
     running statistics equal one process training on the global batch."""
-    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm, 'flat')
     rng = np.random.RandomState(7)
     steps = 4
     x = rng.normal(size=(steps, GLOBAL_BATCH, 6)).astype(np.float32)
@@ -148,8 +150,9 @@ def test_data_parallel_training_equals_one_process(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_channel_count_mismatch_names_every_rank_shape(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_channel_count_mismatch_names_every_rank_shape(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     channels = 4 + (comm.rank == 1)
     bn = MultiNodeBatchNormalization(channels, comm)
     x = np.ones((3, channels), np.float32)
@@ -160,8 +163,9 @@ def test_channel_count_mismatch_names_every_rank_shape(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1,))
-def test_input_with_other_channels_than_the_link_is_refused(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_input_with_other_channels_than_the_link_is_refused(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     bn = MultiNodeBatchNormalization(3, comm)
     with pytest.raises(ValueError, match=r'shape \(2, 4\).*channels \(3,\)'):
         bn(np.ones((2, 4), np.float32))
@@ -169,8 +173,8 @@ def test_input_with_other_channels_than_the_link_is_refused(mpi_comm):
 
 @pytest.mark.mpi(sizes=(2,))
 def test_evaluation_mode_uses_running_statistics_without_communication(
-        mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     bn = MultiNodeBatchNormalization(3, comm)
     bn.avg_mean[...] = [1, 2, 3]
     bn.avg_var[...] = [4, 4, 4]
@@ -181,8 +185,8 @@ def test_evaluation_mode_uses_running_statistics_without_communication(
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_finetune_averages_population_statistics(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_finetune_averages_population_statistics(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     bn = MultiNodeBatchNormalization(2, comm, dtype=np.float64)
     for first in (1., 3.):
         x = np.full((2, 2), first + comm.rank)
@@ -218,8 +222,9 @@ class _Deep(chainer.Chain):
 
 
 @pytest.mark.mpi(sizes=(1, 2))
-def test_create_mnbn_model_replaces_every_batch_normalization(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_create_mnbn_model_replaces_every_batch_normalization(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     original = _Deep()
     x = np.random.RandomState(0).normal(size=(4, 1, 5, 5)).astype(
         np.float32)
@@ -258,8 +263,8 @@ def test_create_mnbn_model_replaces_every_batch_normalization(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1,))
-def test_communication_backend_is_checked(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_communication_backend_is_checked(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     assert MultiNodeBatchNormalization(2, comm).communication_backend == \
         'mpi'
     with pytest.raises(ValueError, match="'nccl' needs a pure_nccl"):

@@ -17,11 +17,10 @@ from chainermn_lite.testing import assert_model_parallel_equivalent
 N_IN, N_HID, N_OUT, BATCH = 6, 5, 4, 8
 
 
-def _comm(mpi_comm, size=None):
-    if size is not None and mpi_comm.Get_size() != size:
+def _needs_size(mpi_comm, size):
+    if mpi_comm.Get_size() != size:
         # mpiexec with fewer processes runs a sizes=(3,) test at its size.
         pytest.skip('needs exactly {} ranks'.format(size))
-    return chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
 
 
 def _batch(step):
@@ -78,8 +77,8 @@ class FullMLP(chainer.Chain):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_seed_mlp_on_two_ranks(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_seed_mlp_on_two_ranks(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     # The seed guide's MLP0 / MLP1 (the MultiNodeChainList version).
     split = _split(comm, {
         0: [(Layers(l1=(N_IN, N_HID)), None, 1), (Identity(), 1, None)],
@@ -127,8 +126,9 @@ def _drop_inner(rank, path):
 
 
 @pytest.mark.mpi(sizes=(3,))
-def test_three_rank_pipeline(mpi_comm):
-    comm = _comm(mpi_comm, 3)
+def test_three_rank_pipeline(mpi_comm, make_communicator):
+    _needs_size(mpi_comm, 3)
+    comm = make_communicator(mpi_comm)
     split = _split(comm, {
         0: [(Relu(l1=(N_IN, N_HID)), None, 1), (Identity(), 2, None)],
         1: [(Relu(l2=(N_HID, N_HID)), 0, 2)],
@@ -156,8 +156,9 @@ class FullFan(chainer.Chain):
 
 
 @pytest.mark.mpi(sizes=(3,))
-def test_fan_out_and_fan_in(mpi_comm):
-    comm = _comm(mpi_comm, 3)
+def test_fan_out_and_fan_in(mpi_comm, make_communicator):
+    _needs_size(mpi_comm, 3)
+    comm = make_communicator(mpi_comm)
     split = _split(comm, {
         0: [(Relu(l1=(N_IN, N_HID)), None, [1, 2]),
             (Layers(l3=(5, N_OUT)), [1, 2], None)],
@@ -169,8 +170,8 @@ def test_fan_out_and_fan_in(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_fan_in_with_a_hand_off_to_oneself(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_fan_in_with_a_hand_off_to_oneself(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
 
     class FullSelf(FullFan):
         pass
@@ -202,8 +203,8 @@ class FullTwice(chainer.Chain):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_ranks_exchange_twice_per_iteration(mpi_comm):
-    comm = _comm(mpi_comm)
+def test_ranks_exchange_twice_per_iteration(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     split = _split(comm, {
         0: [(Relu(l1=(N_IN, N_HID)), None, 1),
             (Relu(l3=(N_HID, N_HID)), 1, 1),
@@ -235,8 +236,8 @@ class RecordingComm:
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_each_message_has_its_own_tag(mpi_comm):
-    comm = RecordingComm(_comm(mpi_comm))
+def test_each_message_has_its_own_tag(mpi_comm, make_communicator):
+    comm = RecordingComm(make_communicator(mpi_comm))
     split = _split(comm, {
         0: [(Relu(l1=(N_IN, N_HID)), None, 1),
             (Relu(l2=(N_IN, N_HID)), None, 1)],

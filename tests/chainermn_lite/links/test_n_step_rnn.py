@@ -6,7 +6,6 @@ import chainer.links as L
 import numpy as np
 import pytest
 
-import chainermn_lite
 from chainermn_lite.links import create_multi_node_n_step_rnn
 from chainermn_lite.testing import assert_model_parallel_equivalent
 
@@ -73,8 +72,8 @@ def _param_map(rank, path):
 
 
 @pytest.mark.mpi(sizes=(2,))
-def test_encoder_decoder_split_over_two_ranks(mpi_comm):
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+def test_encoder_decoder_split_over_two_ranks(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
     split = Encoder(comm) if comm.rank == 0 else Decoder(comm)
     report = assert_model_parallel_equivalent(
         split, Full(), _batch, _loss, comm, steps=3, n_model_args=2,

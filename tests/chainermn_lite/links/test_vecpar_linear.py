@@ -5,7 +5,6 @@ import chainer.links as L
 import numpy as np
 import pytest
 
-import chainermn_lite
 from chainermn_lite.functions import gather_features
 from chainermn_lite.functions import split_features
 from chainermn_lite.links import VecparLinear
@@ -17,9 +16,9 @@ def _close(actual, expected, what):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3, 4))
-def test_stack_trains_like_linear_stack(mpi_comm):
+def test_stack_trains_like_linear_stack(mpi_comm, make_communicator):
     """Two stacked layers, SGD steps: loss and weights match Chainer's."""
-    comm = chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+    comm = make_communicator(mpi_comm)
     rs = np.random.RandomState(5)
     W1, b1 = rs.randn(10, 9).astype(np.float32), rs.randn(10)
     W2, b2 = rs.randn(7, 10).astype(np.float32), rs.randn(7)

@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-import chainermn_lite
 from chainermn_lite.parallel import grid as layout
 
 DATA_GRIDS = {1: (1, 1, 1), 2: (2, 1, 1), 4: (2, 1, 2), 8: (2, 2, 2)}
@@ -31,11 +30,11 @@ def test_grid_positions_row_major_and_checks():
 
 @pytest.mark.mpi(sizes=tuple(DATA_GRIDS))
 @pytest.mark.parametrize('kind', ['raw', 'chainermn_lite'])
-def test_split_halo_data_grid(mpi_comm, kind):
+def test_split_halo_data_grid(mpi_comm, kind, make_communicator):
     rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
     data, rows, cols = DATA_GRIDS[size]
     comm = mpi_comm if kind == 'raw' else \
-        chainermn_lite.create_communicator('naive', mpi_comm=mpi_comm)
+        make_communicator(mpi_comm)
     spatial, data_comm = layout.split_halo_data_grid(comm,
                                                      (data, rows, cols))
     spatial_mpi = layout.as_mpi_comm(spatial)

@@ -1,38 +1,23 @@
-"""Buffer collectives on NumPy arrays split along their first axis.
+"""Buffer collectives behind the partitioned layers: NumPy arrays, not
+Variables (the differentiable collectives are ``functions.
+collective_communication``).
 
-Written over the mpi4py API; constants come from the communicator's own
-module, so the same calls run on mpi4py and on ``simulator.mpi``.
+Most move arrays split along their first axis ("rows"). Written over the
+mpi4py API; constants come from the communicator's own module, so the same
+calls run on mpi4py and on ``simulator.mpi``.
 """
 import numpy
 
 from chainermn_lite import _mpi
+from chainermn_lite import _packing
+from chainermn_lite import _wire
 
-__all__ = ['allgather_shapes', 'allgatherv_rows', 'reduce_scatter_rows',
-           'allreduce_sum', 'bcast_array']
-
-# Longest shape allgather_shapes can carry (plus one slot for ndim).
-_MAX_NDIM = 7
-
-
-def _row_counts(counts, row_size):
-    counts = [int(c) * row_size for c in counts]
-    displs = numpy.cumsum([0] + counts[:-1]).tolist()
-    return counts, displs
+__all__ = ['allgatherv_rows', 'reduce_scatter_rows', 'allreduce_sum',
+           'bcast_array']
 
 
-def allgather_shapes(mpi_comm, shape):
-    """Every rank's ``shape``, as a list of tuples indexed by rank."""
-    shape = tuple(int(d) for d in shape)
-    if len(shape) > _MAX_NDIM:
-        raise ValueError('shape {} has more than {} dims'.format(
-            shape, _MAX_NDIM))
-    mine = numpy.full(_MAX_NDIM + 1, -1, dtype=numpy.int64)
-    mine[0] = len(shape)
-    mine[1:1 + len(shape)] = shape
-    everyone = numpy.empty((mpi_comm.Get_size(), _MAX_NDIM + 1),
-                           dtype=numpy.int64)
-    mpi_comm.Allgather(mine, everyone)
-    return [tuple(int(d) for d in row[1:1 + row[0]]) for row in everyone]
+def _row_size(array):
+    return int(numpy.prod(array.shape[1:], dtype=numpy.int64))
 
 
 def allgatherv_rows(mpi_comm, mine, counts):
@@ -44,10 +29,11 @@ def allgatherv_rows(mpi_comm, mine, counts):
     mine = numpy.ascontiguousarray(mine)
     module = _mpi.mpi_module_of(mpi_comm)
     datatype = _mpi.reduce_datatype(module, mine.dtype)
-    row_size = int(numpy.prod(mine.shape[1:], dtype=numpy.int64))
     full = numpy.empty((int(sum(counts)),) + mine.shape[1:],
                        dtype=mine.dtype)
-    sizes, displs = _row_counts(counts, row_size)
+    row_size = _row_size(mine)
+    sizes = [int(c) * row_size for c in counts]
+    displs, _ = _wire.offsets(sizes)
     mpi_comm.Allgatherv([mine, datatype], [full, sizes, displs, datatype])
     return full
 
@@ -65,13 +51,13 @@ def reduce_scatter_rows(mpi_comm, full, counts):
     rank = mpi_comm.Get_rank()
     counts = [int(c) for c in counts]
     row_shape = full.shape[1:]
-    row_size = int(numpy.prod(row_shape, dtype=numpy.int64))
     mine = numpy.empty((counts[rank],) + row_shape, dtype=full.dtype)
     if len(set(counts)) == 1:
         mpi_comm.Reduce_scatter_block([full, datatype], [mine, datatype],
                                       op=module.SUM)
         return mine
     if hasattr(mpi_comm, 'Reduce_scatter'):
+        row_size = _row_size(full)
         sizes = [c * row_size for c in counts]
         mpi_comm.Reduce_scatter([full, datatype], [mine, datatype],
                                 recvcounts=sizes, op=module.SUM)
@@ -79,10 +65,9 @@ def reduce_scatter_rows(mpi_comm, full, counts):
     longest = max(counts)
     padded = numpy.zeros((len(counts), longest) + row_shape,
                          dtype=full.dtype)
-    start = 0
-    for r, count in enumerate(counts):
+    starts, _ = _wire.offsets(counts)
+    for r, (start, count) in enumerate(zip(starts, counts)):
         padded[r, :count] = full[start:start + count]
-        start += count
     block = numpy.empty((longest,) + row_shape, dtype=full.dtype)
     mpi_comm.Reduce_scatter_block([padded, datatype], [block, datatype],
                                   op=module.SUM)
@@ -93,21 +78,18 @@ def reduce_scatter_rows(mpi_comm, full, counts):
 def allreduce_sum(mpi_comm, arrays):
     """Sum each array of ``arrays`` over the ranks, in one packed call.
 
-    Returns new arrays; all arrays must share one dtype.
+    Returns new arrays (views of one buffer); all arrays must share one
+    dtype.
     """
     if not arrays:
         return []
     dtype = arrays[0].dtype
     module = _mpi.mpi_module_of(mpi_comm)
     datatype = _mpi.reduce_datatype(module, dtype)
-    packed = numpy.concatenate([numpy.asarray(a, dtype=dtype).ravel()
-                                for a in arrays])
+    packed = _packing.pack(
+        arrays, numpy.empty(_packing.packed_size(arrays), dtype=dtype))
     mpi_comm.Allreduce(module.IN_PLACE, [packed, datatype], op=module.SUM)
-    out, start = [], 0
-    for a in arrays:
-        out.append(packed[start:start + a.size].reshape(a.shape))
-        start += a.size
-    return out
+    return _packing.views(packed, [a.shape for a in arrays])
 
 
 def bcast_array(mpi_comm, array, root=0):
