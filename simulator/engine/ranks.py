@@ -67,6 +67,11 @@ def _quiet_outcome(error):
 
 
 def _rank_main(world, context, actor, main):
+    # A process's main thread is not a daemon, so the threads it starts are
+    # not daemons unless asked. The rank thread itself must stay a daemon for
+    # the interpreter (it was registered as one at start), so only the flag
+    # its children copy is changed.
+    threading.current_thread()._daemonic = False
     actors.enter(context, actor)
     try:
         context.result = main(context)
