@@ -59,9 +59,6 @@ def main(argv=None):
         current().main_namespace = namespace
         try:
             exec(code, namespace)
-        except SystemExit as stop:
-            if stop.code not in (None, 0):
-                raise
         finally:
             rank = comm.Get_rank()
             out.flush_rank(rank)
@@ -74,14 +71,14 @@ def main(argv=None):
     except SystemExit as stop:
         sys.stdout, sys.stderr = real_out, real_err
         code = stop.code
-        if isinstance(code, int):
-            return code
-        # sys.exit('message'): Python prints the message and exits 1.
         notes = ' ({})'.format('; '.join(stop.__notes__)) \
             if getattr(stop, '__notes__', None) else ''
-        real_err.write('{}{}\n'.format(code, notes))
+        # sys.exit('message'): Python prints the message and exits 1.
+        real_err.write('{}{}\n'.format(
+            'simulator: exit status {}'.format(code)
+            if isinstance(code, int) else code, notes))
         real_err.flush()
-        return 1
+        return code if isinstance(code, int) else 1
     except BaseException as error:  # noqa: B902 -- reported, then exit 1
         sys.stdout, sys.stderr = real_out, real_err
         real_out.flush()
