@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from simulator.engine import actors, process, reports
+from simulator.engine import actors, modules, process, reports
 from simulator.errors import DeadlockError, UnmatchedMessageError
 
 __all__ = ['RankContext', 'run_ranks']
@@ -112,7 +112,8 @@ def run_ranks(world, main, timeout=None):
     old_stack = None
     if world.size > _BIG_WORLD:
         old_stack = threading.stack_size(_BIG_WORLD_STACK)
-    with actors.inherit_threads(), process.privatized():
+    with actors.inherit_threads(), process.privatized(), \
+            modules.private_modules():
         try:
             for rank in range(world.size):
                 t = threading.Thread(

@@ -97,6 +97,16 @@ class RankMainModule(types.ModuleType):
         super().__init__('__main__')
         self._original = original
 
+    @property
+    def __dict__(self):
+        # The calling rank's namespace, as a process's __main__.__dict__
+        # (runpy-style launchers such as chainermn_lite.compat run the
+        # program in it).
+        namespace = getattr(current(), 'main_namespace', None)
+        if namespace is None:
+            return types.ModuleType.__dict__['__dict__'].__get__(self)
+        return namespace
+
     def __getattr__(self, name):
         ctx = current()
         namespace = getattr(ctx, 'main_namespace', None)
