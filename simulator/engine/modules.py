@@ -128,6 +128,10 @@ class _Loader:
         _module_dict(module)['_RankModule__loading'] = True
         module._copy()
 
+    def __getattr__(self, name):
+        # get_code, get_source...: runpy-style launchers ask for them.
+        return getattr(self._spec.loader, name)
+
 
 class _Finder:
     """First on ``sys.meta_path`` while worlds run: a user module imported
