@@ -17,7 +17,11 @@ ones live in ``simulator/machines/``.
 import json
 import math
 import os
-import tomllib
+
+try:
+    import tomllib
+except ImportError:         # Python 3.10: JSON descriptions only
+    tomllib = None
 
 __all__ = ['Link', 'Machine', 'load_machine', 'machine_path',
            'ALGORITHMS', 'DEFAULT_MACHINE']
@@ -233,7 +237,13 @@ def load_machine(name=DEFAULT_MACHINE):
     """A :class:`Machine` from a TOML or JSON file, or a shipped name."""
     path = machine_path(name)
     with open(path, 'rb') as f:
-        data = json.load(f) if path.endswith('.json') else tomllib.load(f)
+        if path.endswith('.json'):
+            data = json.load(f)
+        elif tomllib is None:
+            raise ValueError('{}: TOML needs Python 3.11 (tomllib); write '
+                             'the description as JSON'.format(path))
+        else:
+            data = tomllib.load(f)
     known = {'name', 'links', 'ranks_per_node', 'cores_per_node',
              'reduce_bandwidth', 'compute_scale', 'collectives'}
     unknown = set(data) - known
