@@ -13,6 +13,8 @@ runs
 - under ``mpiexec -n N python -m pytest -m mpi``: once per size <= N, on a
   communicator split from ``MPI.COMM_WORLD`` holding ranks ``0..size-1`` (the
   other ranks skip). Every rank runs the same tests in the same order.
+  Tests without the marker run once per process as they would without this
+  plugin; ``-m mpi`` leaves them out.
 
 ``nodes`` and ``send_mode`` only shape the simulated world; under mpiexec the
 real topology and Open MPI's own protocol apply. Tests that cannot run under
@@ -97,12 +99,12 @@ def _world_comm():
 def pytest_collection_modifyitems(config, items):
     if not _real_mode(config):
         return
-    # Under mpiexec only the mpi-marked tests run: the rest would just be
-    # repeated once per rank.
+    # Under mpiexec only what cannot run on real MPI is deselected; other
+    # tests run once per rank, as they would without this plugin installed
+    # (select the multi-rank ones with ``-m mpi``).
     keep, drop = [], []
     for item in items:
-        wanted = (item.get_closest_marker('mpi') is not None
-                  and item.get_closest_marker('simulator_only') is None)
+        wanted = item.get_closest_marker('simulator_only') is None
         (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
