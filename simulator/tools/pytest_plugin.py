@@ -16,6 +16,11 @@ runs
   Tests without the marker run once per process as they would without this
   plugin; ``-m mpi`` leaves them out.
 
+In-process, the user's function-scoped fixtures that the test takes (those
+of its module and conftest files, not pytest's own) are built again on each
+rank thread, as each process builds its own under mpiexec: a ``model``
+fixture gives every rank its own model.
+
 ``nodes`` and ``send_mode`` only shape the simulated world; under mpiexec the
 real topology and Open MPI's own protocol apply. Tests that cannot run under
 real MPI (a deliberate deadlock, say) use ``@pytest.mark.simulator_only(why)``
@@ -26,7 +31,9 @@ test every rank meets the others in a non-blocking barrier; a rank that
 failed waits for it at most ``--mpi-grace`` seconds and then aborts the job
 (after printing its traceback), and ``--mpi-timeout`` bounds every test.
 """
+import contextlib
 import faulthandler
+import inspect
 import os
 import sys
 import time
@@ -197,14 +204,72 @@ def _run_simulated(pyfuncitem, spec):
     from simulator.tools import launch
     test = pyfuncitem.obj
     args = _call_args(pyfuncitem)
+    rebuilt = _rank_fixtures(pyfuncitem)
 
     def body(comm):
-        test(**dict(args, mpi_comm=comm))
+        with _built_on_this_rank(pyfuncitem, rebuilt) as values:
+            test(**dict(args, **{name: values[name] for name in args
+                                 if name in values}, mpi_comm=comm))
 
     launch.run(body, spec.size, nodes=spec.nodes,
                   send_mode=spec.send_mode,
                   timeout=pyfuncitem.config.getoption('--sim-timeout'))
     return True
+
+
+def _rank_fixtures(pyfuncitem):
+    """The user's function-scoped fixtures this test uses, dependencies
+    first: each rank thread builds its own, as each process does under
+    mpiexec (pytest has built one already, in its own thread, which the
+    ranks do not see). Library fixtures (pytest's ``tmp_path``,
+    ``monkeypatch``...) and parametrized ones stay shared."""
+    from simulator.engine.libraries import is_library_file
+    defs = pyfuncitem._fixtureinfo.name2fixturedefs
+    order = []
+
+    def visit(name):
+        if name in order or name not in defs:
+            return
+        fixturedef = defs[name][-1]
+        code = getattr(fixturedef.func, '__code__', None)
+        if (fixturedef.scope != 'function' or fixturedef.params is not None
+                or code is None or is_library_file(code.co_filename)
+                or '.' in fixturedef.func.__qualname__.replace(
+                    '<locals>.', '')):     # a class's fixture: shared
+            return
+        for dependency in fixturedef.argnames:
+            visit(dependency)
+        order.append(name)
+
+    for name in pyfuncitem._fixtureinfo.argnames:
+        visit(name)
+    return [(name, defs[name][-1]) for name in order]
+
+
+@contextlib.contextmanager
+def _built_on_this_rank(pyfuncitem, rebuilt):
+    values = {}
+    teardowns = []
+    try:
+        for name, fixturedef in rebuilt:
+            kwargs = {}
+            for arg in fixturedef.argnames:
+                if arg in values:
+                    kwargs[arg] = values[arg]
+                elif arg == 'request':
+                    kwargs[arg] = pyfuncitem._request
+                else:
+                    kwargs[arg] = pyfuncitem._request.getfixturevalue(arg)
+            value = fixturedef.func(**kwargs)
+            if inspect.isgenerator(value):
+                teardowns.append(value)
+                value = next(value)
+            values[name] = value
+        yield values
+    finally:
+        for generator in reversed(teardowns):
+            for _ in generator:     # runs the code after its yield
+                pass
 
 
 def _run_real(pyfuncitem):
