@@ -41,7 +41,7 @@ from simulator.engine.actors import RankExit, current
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
-           'rank_seed', 'real_sys_dict']
+           'rank_seed', 'real_sys_dict', 'PrivateSys', 'set_sys_class']
 
 _lock = threading.Lock()
 _depth = 0
@@ -122,7 +122,7 @@ def real_sys_dict():
     return types.ModuleType.__dict__['__dict__'].__get__(sys)
 
 
-class _PrivateSys(types.ModuleType):
+class PrivateSys(types.ModuleType):
     """``sys``'s class while worlds run: ``sys.argv`` answers per rank.
     Subclasses may add more properties (see shared_state)."""
 
@@ -140,7 +140,7 @@ class _PrivateSys(types.ModuleType):
             state.argv = value
 
 
-_sys_class = {'current': _PrivateSys}
+_sys_class = {'current': PrivateSys}
 
 
 def set_sys_class(cls):

@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from simulator.engine import actors, modules, process, reports
+from simulator.engine import (actors, modules, process, reports,
+                              shared_state)
 from simulator.errors import DeadlockError, UnmatchedMessageError
 
 __all__ = ['RankContext', 'run_ranks']
@@ -113,7 +114,7 @@ def run_ranks(world, main, timeout=None):
     if world.size > _BIG_WORLD:
         old_stack = threading.stack_size(_BIG_WORLD_STACK)
     with actors.inherit_threads(), process.privatized(), \
-            modules.private_modules():
+            modules.private_modules(), shared_state.reported():
         try:
             for rank in range(world.size):
                 t = threading.Thread(

@@ -21,6 +21,7 @@ from simulator.engine.actors import current
 from simulator.engine.clock import VirtualTime
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.tools.launch import (RankMainModule, RankStream,
+                                    captured_streams,
                                     install_mpi4py, load_code, run)
 from simulator.tools.timeline import scaling_table, write_timeline
 
@@ -150,9 +151,10 @@ def _run_script(options, code, base, size, sink=None):
             err.flush_rank(rank)
 
     try:
-        run(rank_main, size, nodes=nodes,
-            send_mode=options.send_mode, timeout=options.timeout,
-            seed=options.seed, clock=clock)
+        with captured_streams({real_out: out, real_err: err}):
+            run(rank_main, size, nodes=nodes,
+                send_mode=options.send_mode, timeout=options.timeout,
+                seed=options.seed, clock=clock)
     except SystemExit as stop:
         sys.stdout, sys.stderr = real_out, real_err
         code = stop.code
