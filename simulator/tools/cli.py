@@ -19,6 +19,7 @@ import traceback
 
 from simulator.engine.actors import current
 from simulator.engine.clock import VirtualTime
+from simulator.engine.modules import register_private_module
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.tools.launch import (RankMainModule, RankStream,
                                     captured_streams,
@@ -43,6 +44,9 @@ def _parser():
                         help='backstop seconds for the whole run')
     parser.add_argument('--seed', type=int, default=None,
                         help='base seed of the per-rank RandomState')
+    parser.add_argument('--private-module', action='append', default=[],
+                        metavar='PKG', help='execute this module or package '
+                        'once per rank even if installed (repeatable)')
     time = parser.add_argument_group('virtual time')
     time.add_argument('--virtual-time', action='store_true',
                       help='run in virtual time; print where it went')
@@ -94,6 +98,8 @@ def main(argv=None):
     parser = _parser()
     options = parser.parse_args(argv)
     sizes = _sizes(options, parser)
+    for name in options.private_module:
+        register_private_module(name)
     try:
         _clock(options)
     except (ValueError, OSError) as error:   # a bad machine description

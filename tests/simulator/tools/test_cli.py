@@ -147,3 +147,25 @@ def test_streams_captured_before_the_run_are_rank_prefixed(tmp_path):
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.splitlines()) == [
         '[0] by default', '[0] held', '[1] by default', '[1] held']
+
+
+@pytest.mark.parametrize('private', [True, False])
+def test_private_module_option_runs_a_library_once_per_rank(tmp_path,
+                                                            private):
+    options = ['-n', '2'] + (['--private-module', 'colorsys']
+                             if private else [])
+    result = _launch(tmp_path, (
+        'import colorsys\n'
+        'from mpi4py import MPI\n'
+        'c = MPI.COMM_WORLD\n'
+        'c.Barrier()\n'
+        'colorsys.mark = c.Get_rank()\n'
+        'c.Barrier()\n'
+        'print("mark", colorsys.mark == c.Get_rank())\n'), *options)
+    assert result.returncode == 0, result.stderr
+    marks = sorted(result.stdout.splitlines())
+    if private:
+        assert marks == ['[0] mark True', '[1] mark True']
+    else:   # one shared module: the last writer wins for both
+        assert marks.count('[0] mark True') + marks.count(
+            '[1] mark True') == 1
