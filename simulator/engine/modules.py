@@ -5,7 +5,7 @@ that is the user's own (its source file is not library code, see
 :mod:`simulator.engine.libraries`; or its name was given to
 :func:`register_private_module`) is executed once per rank: its globals
 (counters, caches, registries) belong to that rank, as with processes.
-Libraries (NumPy, Chainer, chainermn_lite, mpi4py...) stay shared.
+Libraries (NumPy, Chainer, mpi4py...) stay shared.
 
 ``sys.modules`` holds one :class:`RankModule` for such a module; it
 answers every attribute from the calling rank's copy, executing that copy

@@ -164,7 +164,7 @@ class RankMainModule(types.ModuleType):
     @property
     def __dict__(self):
         # The calling rank's namespace, as a process's __main__.__dict__
-        # (runpy-style launchers such as chainermn_lite.compat run the
+        # (runpy-style launchers run the
         # program in it).
         namespace = getattr(current(), 'main_namespace', None)
         if namespace is None:
