@@ -164,8 +164,7 @@ class RankMainModule(types.ModuleType):
     @property
     def __dict__(self):
         # The calling rank's namespace, as a process's __main__.__dict__
-        # (runpy-style launchers run the
-        # program in it).
+        # (runpy-style launchers run the program in it).
         namespace = getattr(current(), 'main_namespace', None)
         if namespace is None:
             return types.ModuleType.__dict__['__dict__'].__get__(self)
