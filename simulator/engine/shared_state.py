@@ -15,6 +15,7 @@ import warnings
 
 from simulator.engine import process
 from simulator.engine.actors import current
+from simulator.engine.libraries import is_library_file
 from simulator.engine.trace import capture, user_frame
 
 __all__ = ['SharedStateWarning', 'reported', 'warn_shared']
@@ -38,7 +39,10 @@ def warn_shared(call, consequence=_EVERYONE):
     context = current()
     if context is None:
         return
-    filename, lineno, _ = user_frame(capture(2))
+    stack = capture(2)
+    filename, lineno, _ = user_frame(stack)
+    if is_library_file(filename):
+        return      # a library on its own (pytest's capsys...), not the user
     warnings.warn_explicit(SharedStateWarning(
         'rank {} called {} at {}:{}: {}'.format(
             context.rank, call, filename, lineno, consequence)),
