@@ -64,6 +64,9 @@ def test(activity):
     world = activity.world
     with world.lock:
         world.raise_if_broken(activity.rank)
+        if world.schedule is not None:     # answered at the next fence
+            return world.schedule.poll(world, activity.rank,
+                                       activity.record, activity.ready)
         if activity.ready():
             return True
         world.note_poll(activity.record)
@@ -80,6 +83,12 @@ def wait_any(activities):
     first = activities[0]
     world = first.world
     with world.lock:
+        if world.schedule is not None and len(activities) > 1:
+            # Which complete request it reports is the schedule's choice.
+            return world.schedule.await_choice(
+                world, first.rank, first.record,
+                lambda: ready_indices(activities),
+                hopeless=lambda: all(a.hopeless() for a in activities))
         world.block(lambda: any(a.ready() for a in activities),
                     first.record,
                     lambda: all(a.hopeless() for a in activities))

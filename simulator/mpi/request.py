@@ -186,7 +186,10 @@ class Request:
         active = [r for r in requests if not r._done]
         if not active:
             return UNDEFINED, None
-        activity.wait_any([r._activity for r in active])
+        chosen = active[activity.wait_any([r._activity for r in active])]
+        if chosen._activity.world.schedule is not None:
+            # The schedule chose which one completes (not the first).
+            return requests.index(chosen), chosen._complete(status)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
                 return i, req._complete(status)

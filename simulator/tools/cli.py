@@ -1,5 +1,12 @@
 """``python -m simulator -n N [--nodes K] [--send-mode M] script.py args``.
 
+``--schedule SEED`` makes every choice a real MPI may make differently
+(wildcard matches, Waitany, Test...) from SEED, the same in every run;
+``--explore K`` runs K schedules (``--explore all``: every distinct one,
+up to ``--bound``) and reports the first that fails or whose output
+differs, with the command that replays it (see
+:mod:`simulator.tools.explore`).
+
 Runs an unmodified mpi4py script once per rank thread: ``simulator.mpi``
 stands in for ``mpi4py.MPI`` in this process, each rank executes the
 script in a fresh namespace with ``__name__ == '__main__'``, and every
@@ -13,6 +20,9 @@ import sys
 import traceback
 
 from simulator.engine.actors import current
+from simulator.engine.world import SEND_MODES
+from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
+                                     parse_schedule)
 from simulator.tools.launch import (RankMainModule, RankStream,
                                     install_mpi4py, load_code, run)
 
@@ -27,8 +37,15 @@ def _parser():
                         required=True, help='number of ranks')
     parser.add_argument('--nodes', type=int, default=1,
                         help='simulated hosts (processor names node0..)')
-    parser.add_argument('--send-mode', choices=('eager', 'rendezvous'),
-                        default='eager')
+    parser.add_argument('--send-mode', choices=SEND_MODES, default='eager')
+    parser.add_argument('--schedule', type=parse_schedule, default=None,
+                        help='SEED or choices:I,J,..: replay one schedule')
+    parser.add_argument('--explore', default=None, metavar='K|all',
+                        help='run K schedules, or all (up to --bound)')
+    parser.add_argument('--bound', type=int, default=DEFAULT_BOUND,
+                        help='most schedules --explore all runs')
+    parser.add_argument('--ignore', action='append', default=[],
+                        metavar='REGEX', help='output --explore ignores')
     parser.add_argument('--timeout', type=float, default=None,
                         help='backstop seconds for the whole run')
     parser.add_argument('--seed', type=int, default=None,
@@ -42,14 +59,54 @@ def _parser():
 
 def main(argv=None):
     """Entry point; returns the process exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     options = _parser().parse_args(argv)
     code, base = load_code(options.target, options.module)
     install_mpi4py()
     sys.argv = [base['__file__'] or options.target] + options.args
     if not options.module:
         sys.path.insert(0, os.path.dirname(base['__file__']))
-    out, err = RankStream(sys.stdout), RankStream(sys.stderr)
-    real_out, real_err = sys.stdout, sys.stderr
+    if options.explore is None:
+        return _run_once(options, code, base, options.schedule,
+                         sys.stdout, sys.stderr)
+    runs = options.explore
+    if runs != 'all':
+        try:
+            runs = int(runs)
+        except ValueError:
+            raise SystemExit('simulator: --explore wants a number of '
+                             "schedules or 'all', got {!r}".format(runs)) \
+                from None
+
+    def replay(spec):
+        # The user's command, the exploration options replaced.
+        head = argv[:len(argv) - len(options.args) - 1]
+        keep, skip = [], False
+        for word in head:
+            if skip:
+                skip = False
+            elif word in ('--explore', '--bound', '--ignore', '--schedule'):
+                skip = True
+            elif not word.startswith(('--explore=', '--bound=', '--ignore=',
+                                      '--schedule=')):
+                keep.append(word)
+        return (['python', '-m', 'simulator'] + keep + ['--schedule', spec,
+                options.target] + options.args)
+
+    return explore_script(
+        lambda schedule, out, err: _run_once(options, code, base, schedule,
+                                             out, err),
+        replay, runs, bound=options.bound, ignore=options.ignore,
+        out=sys.stdout)
+
+
+def _run_once(options, code, base, schedule, real_out, real_err):
+    """Run the script once on every rank; return its exit status."""
+    # Under a schedule the lines come out in rank order, so that a seed
+    # gives the same output byte for byte, whatever the threads' timing.
+    hold = schedule is not None
+    out, err = RankStream(real_out, hold), RankStream(real_err, hold)
+    saved_out, saved_err = sys.stdout, sys.stderr
     real_main = sys.modules.get('__main__')
     sys.modules['__main__'] = RankMainModule(real_main)
     sys.stdout, sys.stderr = out, err
@@ -68,26 +125,30 @@ def main(argv=None):
             err.flush_rank(rank)
 
     try:
-        run(rank_main, options.size, nodes=options.nodes,
-            send_mode=options.send_mode, timeout=options.timeout,
-            seed=options.seed)
+        try:
+            run(rank_main, options.size, nodes=options.nodes,
+                send_mode=options.send_mode, timeout=options.timeout,
+                seed=options.seed, schedule=schedule)
+        finally:
+            out.release()
+            err.release()
     except SystemExit as stop:
-        sys.stdout, sys.stderr = real_out, real_err
-        code = stop.code
-        if isinstance(code, int):
-            return code
+        sys.stdout, sys.stderr = saved_out, saved_err
+        status = stop.code
+        if isinstance(status, int):
+            return status
         # sys.exit('message'): Python prints the message and exits 1.
         notes = ' ({})'.format('; '.join(stop.__notes__)) \
             if getattr(stop, '__notes__', None) else ''
-        real_err.write('{}{}\n'.format(code, notes))
+        real_err.write('{}{}\n'.format(status, notes))
         real_err.flush()
         return 1
     except BaseException as error:  # noqa: B902 -- reported, then exit 1
-        sys.stdout, sys.stderr = real_out, real_err
+        sys.stdout, sys.stderr = saved_out, saved_err
         real_out.flush()
         traceback.print_exception(error, file=real_err)
         return getattr(error, 'errorcode', None) or 1
     finally:
-        sys.stdout, sys.stderr = real_out, real_err
+        sys.stdout, sys.stderr = saved_out, saved_err
         sys.modules['__main__'] = real_main
     return 0
