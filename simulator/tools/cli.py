@@ -67,8 +67,10 @@ def main(argv=None):
     if not options.module:
         sys.path.insert(0, os.path.dirname(base['__file__']))
     if options.explore is None:
+        hold = options.schedule is not None
         return _run_once(options, code, base, options.schedule,
-                         sys.stdout, sys.stderr)
+                         RankStream(sys.stdout, hold),
+                         RankStream(sys.stderr, hold))
     runs = options.explore
     if runs != 'all':
         try:
@@ -93,19 +95,36 @@ def main(argv=None):
         return (['python', '-m', 'simulator'] + keep + ['--schedule', spec,
                 options.target] + options.args)
 
-    return explore_script(
-        lambda schedule, out, err: _run_once(options, code, base, schedule,
-                                             out, err),
-        replay, runs, bound=options.bound, ignore=options.ignore,
-        out=sys.stdout)
+    # One pair of streams for every run: libraries keep the sys.stdout
+    # they first saw (Chainer's PrintReport does).
+    streams = RankStream(_Redirect(), True), RankStream(_Redirect(), True)
+
+    def run_once(schedule, out, err):
+        streams[0]._stream.target, streams[1]._stream.target = out, err
+        return _run_once(options, code, base, schedule, *streams)
+
+    return explore_script(run_once, replay, runs, bound=options.bound,
+                          ignore=options.ignore, out=sys.stdout)
 
 
-def _run_once(options, code, base, schedule, real_out, real_err):
-    """Run the script once on every rank; return its exit status."""
-    # Under a schedule the lines come out in rank order, so that a seed
-    # gives the same output byte for byte, whatever the threads' timing.
-    hold = schedule is not None
-    out, err = RankStream(real_out, hold), RankStream(real_err, hold)
+class _Redirect:
+    """A stream writing to ``target``, which may change between runs."""
+
+    target = None
+
+    def write(self, text):
+        return self.target.write(text)
+
+    def flush(self):
+        self.target.flush()
+
+
+def _run_once(options, code, base, schedule, out, err):
+    """Run the script once on every rank, printing through the RankStreams
+    ``out`` and ``err``; return its exit status. Under a schedule they
+    hold the lines until the end and write them in rank order, so that a
+    seed gives the same output byte for byte, whatever the timing."""
+    real_out, real_err = out._stream, err._stream
     saved_out, saved_err = sys.stdout, sys.stderr
     real_main = sys.modules.get('__main__')
     sys.modules['__main__'] = RankMainModule(real_main)

@@ -91,9 +91,9 @@ class RankStream:
         self._stream.flush()
 
     def release(self):
-        """Write the held lines, rank by rank."""
+        """Write the held lines, rank by rank (and keep holding)."""
         with self._lock:
-            held, self._held = self._held, None
+            held, self._held = self._held, []
         if held:
             self._stream.write(''.join(t for _, _, t in sorted(held)))
             self._stream.flush()
