@@ -5,6 +5,7 @@ wildcard programs are never reported, under any schedule.
 The buggy programs hang or change their result under ``mpiexec`` from run
 to run, so they are simulator-only; the correct ones run both ways.
 """
+import numpy as np
 import pytest
 
 import simulator
@@ -225,3 +226,15 @@ def test_polling_with_iprobe_and_test(mpi_comm, MPI):
         mpi_comm.send(rank, dest=0, tag=4)
         if rank == 1:
             mpi_comm.send('last', dest=0, tag=6)
+
+
+@pytest.mark.mpi(sizes=(3,), explore=10)
+def test_polling_a_nonblocking_collective(mpi_comm, MPI):
+    data = np.full(4, mpi_comm.Get_rank(), dtype=np.float64)
+    out = np.empty_like(data)
+    req = mpi_comm.Iallreduce(data, out, op=MPI.SUM)
+    polls = 0
+    while not req.Test():
+        polls += 1
+    assert out.tolist() == [3.0] * 4
+    mpi_comm.Barrier()
