@@ -238,3 +238,38 @@ def test_polling_a_nonblocking_collective(mpi_comm, MPI):
         polls += 1
     assert out.tolist() == [3.0] * 4
     mpi_comm.Barrier()
+
+
+@pytest.mark.mpi(sizes=(3,), explore='all')
+def test_waitsome_and_testsome_report_every_request_once(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    if rank == 0:
+        for some in (MPI.Request.waitsome, MPI.Request.testsome):
+            reqs = [mpi_comm.irecv(source=r, tag=7) for r in range(1, size)]
+            got = {}
+            while len(got) < size - 1:
+                indices, values = some(reqs)
+                for i, v in zip(indices, values):
+                    assert i not in got
+                    got[i] = v
+            assert got == {r - 1: r for r in range(1, size)}
+            assert some(reqs) == (None, None)
+            mpi_comm.barrier()
+    else:
+        for _ in range(2):
+            mpi_comm.send(rank, dest=0, tag=7)
+            mpi_comm.barrier()
+
+
+@pytest.mark.simulator_only(TIMING)
+def test_a_poll_that_can_never_succeed_is_a_deadlock_under_a_schedule():
+    def spin(comm):
+        if comm.Get_rank() == 0:
+            req = comm.irecv(source=1, tag=9)
+            while not req.Test():
+                pass
+        else:
+            comm.Barrier()
+    with pytest.raises(DeadlockError, match=r'(?s)irecv\(peer=1, tag=9.*'
+                       r'Barrier'):
+        simulator.run(spin, 2, schedule=3, timeout=30)
