@@ -124,6 +124,8 @@ def _remember(world, recv, msg):
 def post_send(world, ctx, dest, msg, rendezvous):
     """Deliver or queue ``msg`` for world rank ``dest``; return its Send."""
     world.version += 1
+    if world.schedule is not None:
+        world.schedule.sent(dest, ctx, msg)
     send = Send(world, msg.record.rank, msg.record, dest)
     if rendezvous:
         msg.send = send

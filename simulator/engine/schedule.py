@@ -44,11 +44,15 @@ receive).
 Two kinds of :class:`Schedule`: seeded (``Schedule(seed)``: the fence
 chooses the decision and the candidate at random) and systematic
 (``Schedule(prefix=[...])``: it follows ``prefix`` then takes the first
-option, and :attr:`Schedule.trace` lists (choice, options) so that a
-depth-first search can enumerate every distinct outcome; the order of
-decisions at one fence is fixed, since distinct ranks' choices at one
-fence commute). Limits: threads of one rank that race each other, and
-``Cancel`` racing a match, stay timing-dependent.
+option, and :meth:`Schedule.branches` lists (choice, options) so that
+a depth-first search can enumerate every distinct outcome). Decisions
+pending at one fence are taken in a fixed order, since they commute,
+unless a later message shows that one of them could have taken it had
+it waited: only then is deferring that decision a branch (a dynamic
+partial-order reduction in the spirit of DAMPI's late messages).
+
+Limits: threads of one rank that race each other, and ``Cancel`` racing
+a match, stay timing-dependent.
 """
 import random
 import time
@@ -100,6 +104,9 @@ class Schedule:
         self._wildcards = {}    # posted ANY_SOURCE Recv -> seq
         self._sends = {}        # rank -> standard sends so far
         self._idle = None       # (version, since): polls see no change
+        # Systematic runs: [step, rank, ctx, tag, senders, late] of each
+        # wildcard decision made while other decisions were pending.
+        self._watch = []
 
     def __repr__(self):
         if self.prefix is not None:
@@ -107,19 +114,44 @@ class Schedule:
         return 'Schedule({})'.format(self.seed)
 
     # -- drawing --------------------------------------------------------
-    def choose(self, n):
-        """Index of the option taken among ``n`` (n >= 1)."""
-        if n == 1:
+    def choose(self, n, deferrable=False):
+        """Index of the option taken among ``n`` (n >= 1). With
+        ``deferrable`` (systematic runs) the prefix may also say ``n``:
+        make another decision of this fence first."""
+        if n == 1 and not deferrable:
             return 0
         step = len(self.trace)
         if self.prefix is None:
             choice = self._rng.randrange(n)
         elif step < len(self.prefix):
-            choice = min(self.prefix[step], n - 1)
+            choice = min(self.prefix[step], n if deferrable else n - 1)
         else:
             choice = 0
-        self.trace.append((choice, n))
+        self.trace.append((choice, n + (choice == n)))
         return choice
+
+    def branches(self):
+        """The trace as (choice, options) for a depth-first search: a
+        decision that a later message could have changed (see
+        :meth:`sent`) gets one more option, deferring it."""
+        trace = list(self.trace)
+        for watch in self._watch:
+            if watch[-1]:
+                choice, n = trace[watch[0]]
+                trace[watch[0]] = (choice, n + 1)
+        return trace
+
+    def sent(self, dest, ctx, msg):
+        """``msg`` was sent to world rank ``dest`` (lock held): a watched
+        wildcard decision of ``dest`` that could have taken it, had it
+        waited, is worth deferring in another run (the dynamic part of
+        the partial-order reduction: only such decisions are reordered)."""
+        for watch in self._watch:
+            step, rank, wctx, tag, senders, late = watch
+            if not late and rank == dest and wctx == ctx and \
+                    msg.source not in senders and \
+                    msg.matches(p2p.ANY_SOURCE, tag):
+                watch[-1] = True
 
     def _next_seq(self, rank):
         seq = self._seq.get(rank, 0)
@@ -200,11 +232,25 @@ class Schedule:
             self._idle = None
             if self.prefix is None:
                 _, _, what, options = points[self.choose(len(points))]
+                k = self.choose(len(options))
             else:
-                # Decisions of different ranks at one fence commute:
-                # take them in a fixed order, branch only on the option.
-                _, _, what, options = points[0]
-            choice = options[self.choose(len(options))]
+                # Decisions at one fence commute unless one of them would
+                # have had another candidate had it waited: take them in
+                # a fixed order; branch on the option, and on deferring
+                # it once a later run shows it worth it (see sent()).
+                i = 0
+                while True:
+                    _, _, what, options = points[i]
+                    deferrable = i + 1 < len(points)
+                    step = len(self.trace)
+                    k = self.choose(len(options), deferrable)
+                    if k < len(options):
+                        break
+                    i += 1
+                if deferrable and not isinstance(what, Pending):
+                    self._watch.append([step, what.rank, what.ctx, what.tag,
+                                        {m.source for m in options}, False])
+            choice = options[k]
             self.fences += 1
             if isinstance(what, Pending):
                 self._answer(world, what, choice)

@@ -10,8 +10,9 @@ its result (functions) or its output lines and the exit status (scripts).
   of :class:`~simulator.engine.schedule.Schedule` (wildcard matches,
   Waitany, probes and polls with several answers), each run taking the
   next unexplored branch, until every branch is covered or ``bound`` runs
-  were made. Decisions of different ranks at one fence commute, so their
-  order is never branched on (a partial-order reduction).
+  were made. Decisions pending at one moment commute, so their order is
+  branched on only where a later message could have been taken by a
+  decision had it waited (a dynamic partial-order reduction).
 
 It stops at the first schedule that fails (a deadlock, a fired check, a
 rank's exception) or whose outcome differs from the first run's, and says
@@ -123,7 +124,7 @@ def _schedules(runs, first_seed, bound):
         while prefix is not None:
             schedule = Schedule(prefix=prefix)
             yield schedule
-            prefix = _next_prefix(schedule.trace)
+            prefix = _next_prefix(schedule.branches())
         return
     if type(runs) is not int or runs < 1:
         raise ValueError("runs must be an int >= 1 or 'all', got "

@@ -273,3 +273,32 @@ def test_a_poll_that_can_never_succeed_is_a_deadlock_under_a_schedule():
     with pytest.raises(DeadlockError, match=r'(?s)irecv\(peer=1, tag=9.*'
                        r'Barrier'):
         simulator.run(spin, 2, schedule=3, timeout=30)
+
+
+def late_sender_overtakes(comm):
+    """Rank 0 assumes rank 2's message comes first; rank 1's comes only
+    after rank 1's own wildcard receive, yet may still arrive first."""
+    MPI = simulator.mpi
+    rank = comm.Get_rank()
+    if rank == 0:
+        first = comm.recv(source=MPI.ANY_SOURCE, tag=0)
+        comm.recv(source=MPI.ANY_SOURCE, tag=0)
+        assert first == 'early', 'the late message came first'
+    elif rank == 1:
+        comm.recv(source=MPI.ANY_SOURCE, tag=5)
+        comm.send('late', dest=0, tag=0)
+    else:
+        comm.send('early', dest=0, tag=0)
+        comm.send('go', dest=1, tag=5)
+
+
+def test_systematic_search_defers_a_choice_a_later_message_could_change():
+    # Both wildcards are pending at the first fence; taken in rank order,
+    # rank 0 would only ever see 'early' first.
+    report = _explore(late_sender_overtakes, runs='all')
+    assert isinstance(report.failure[1], AssertionError), report
+    assert report.runs <= 3
+    replays = _replay(late_sender_overtakes, report.failure[0])
+    assert replays == [replays[0]] * 3
+    assert replays[0][0] == 'AssertionError'
+    assert replays[0][1].startswith('the late message came first')
