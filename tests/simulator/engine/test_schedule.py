@@ -302,3 +302,23 @@ def test_systematic_search_defers_a_choice_a_later_message_could_change():
     assert replays == [replays[0]] * 3
     assert replays[0][0] == 'AssertionError'
     assert replays[0][1].startswith('the late message came first')
+
+
+def head_to_head(comm):
+    """Both ranks send before receiving: fine while sends are buffered,
+    a deadlock once both wait for their receives (MPI allows either)."""
+    peer = 1 - comm.Get_rank()
+    comm.send('hello', dest=peer)
+    return comm.recv(source=peer)
+
+
+def test_mixed_send_mode_finds_code_that_needs_buffering():
+    assert simulator.run(head_to_head, 2, schedule=0) == ['hello'] * 2
+    report = explore(head_to_head, 2, FOUND_WITHIN, send_mode='mixed',
+                     timeout=60)
+    assert isinstance(report.failure[1], DeadlockError), report
+    spec = report.failure[0]
+    for _ in range(3):
+        with pytest.raises(DeadlockError):
+            simulator.run(head_to_head, 2, send_mode='mixed',
+                          schedule=parse_schedule(spec))
