@@ -99,6 +99,7 @@ class Schedule:
         self._rng = random.Random(seed)
         self.trace = []
         self.fences = 0
+        self.started = False    # a Schedule drives one run
         self._pending = []
         self._seq = {}          # rank -> choice points made so far
         self._wildcards = {}    # posted ANY_SOURCE Recv -> seq

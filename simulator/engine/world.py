@@ -87,6 +87,12 @@ class World:
         if schedule is None and send_mode == 'mixed':
             from simulator.engine.schedule import Schedule
             schedule = Schedule(0)
+        if schedule is not None:
+            if schedule.started:
+                raise ValueError('{!r} already drove a run; a schedule '
+                                 'replays by its seed or choices, in a '
+                                 'fresh Schedule'.format(schedule))
+            schedule.started = True
         self.schedule = schedule
         # Block distribution, like mpiexec's default by-slot mapping.
         per_node, extra = divmod(size, nodes)

@@ -147,6 +147,13 @@ def test_same_seed_same_choices_every_run():
     assert len(traces) == 1
 
 
+def test_a_schedule_object_drives_one_run_only():
+    schedule = parse_schedule('4')
+    simulator.run(noncommutative_fold, 3, schedule=schedule)
+    with pytest.raises(ValueError, match=r'Schedule\(4\) already drove'):
+        simulator.run(noncommutative_fold, 3, schedule=schedule)
+
+
 def test_default_run_makes_no_scheduled_choice():
     # No schedule: today's behaviour, the first message to arrive wins.
     assert simulator.run(noncommutative_fold, 3)[0] in (2.0, 2.5)
