@@ -151,13 +151,15 @@ def _search(attempt, runs, first_seed, bound):
         spec = schedule_spec(schedule)
         if error is not None:
             report.failure = (spec, error)
-            return report
+            break
         if first is None:
             first = (spec, outcome)
         elif outcome != first[1]:
             line_a, line_b = _first_difference(first[1], outcome)
             report.diverged = (first[0], spec, line_a, line_b)
-            return report
+            break
+    if not report.ok and report.complete:
+        report.complete = False     # stopped before covering every branch
     return report
 
 
