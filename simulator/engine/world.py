@@ -85,8 +85,8 @@ class World:
         # The scheduler's choices (simulator.engine.schedule), or None:
         # the default, timing-driven matching.
         if schedule is None and send_mode == 'mixed':
-            from simulator.engine.schedule import Schedule
-            schedule = Schedule(0)
+            raise ValueError("send_mode 'mixed' draws each send's mode from "
+                             'a schedule; give one (schedule=SEED)')
         if schedule is not None:
             if schedule.started:
                 raise ValueError('{!r} already drove a run; a schedule '

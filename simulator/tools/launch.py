@@ -33,11 +33,13 @@ def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None,
 
     ``comm`` is each rank's ``simulator.mpi.COMM_WORLD``. ``nodes`` sets the
     simulated hosts (processor names ``node0``...), ``send_mode`` is
-    ``'eager'`` (buffered sends) or ``'rendezvous'`` (a send completes when
-    received), ``timeout`` a backstop in seconds, ``seed`` the base of the
-    per-rank RandomState (``simulator.current().random``). Re-raises the
-    first failure: a rank's own exception (with a note naming the rank) or
-    the check that fired (DeadlockError, CollectiveMismatchError...).
+    ``'eager'`` (buffered sends), ``'rendezvous'`` (a send completes when
+    received) or ``'mixed'`` (either, per message, as the schedule draws;
+    schedule 0 unless one is given), ``timeout`` a backstop in seconds,
+    ``seed`` the base of the per-rank RandomState
+    (``simulator.current().random``). Re-raises the first failure: a
+    rank's own exception (with a note naming the rank) or the check that
+    fired (DeadlockError, CollectiveMismatchError...).
     Messages still unreceived at the end raise UnmatchedMessageError.
     ``clock``: a :class:`~simulator.engine.clock.VirtualTime` runs the
     world in virtual time (read its ``summary()`` afterwards).
@@ -46,7 +48,9 @@ def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None,
     real MPI may make differently (wildcard matches, Waitany, Test...)
     from that schedule, the same in every run; None keeps the default.
     """
-    if schedule is not None and not isinstance(schedule, Schedule):
+    if schedule is None and send_mode == 'mixed':
+        schedule = Schedule(0)      # the draws need a seed
+    elif schedule is not None and not isinstance(schedule, Schedule):
         schedule = Schedule(schedule)
     world = World(size, nodes, send_mode, seed, schedule)
     main = lambda ctx: fn(mpi.world_comm(ctx))  # noqa: E731
