@@ -1,6 +1,7 @@
 """chainermn_lite under the simulator's schedules: a correct program must
 stay clean whatever order the messages take (no false alarm), and the
-examples run clean under ``python -m simulator --explore``.
+examples (model-parallel MLP, the data-parallel main job, the neon
+layers) run clean under ``python -m simulator --explore``.
 """
 import os
 import subprocess
@@ -87,7 +88,9 @@ def _example(*argv):
      '-e', '1', '-b', '100', '-o', '{out}'),
     ('-n', '4', '--explore', '2', 'examples/mnist/train_mnist.py', '-e',
      '1', '-u', '20', '--no-progress', '-o', '{out}'),
-], ids=['model_parallel', 'mnist'])
+    ('-n', '4', '--send-mode', 'mixed', '--explore', '2',
+     'examples/neon_parallel/train_convnet.py', '--steps', '3'),
+], ids=['model_parallel', 'mnist', 'neon'])
 def test_examples_run_clean_under_explore(argv, tmp_path):
     result = _example(*(a.format(out=tmp_path) for a in argv))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
