@@ -25,7 +25,8 @@ fixture gives every rank its own model.
 ``nodes`` and ``send_mode`` only shape the simulated world; under mpiexec the
 real topology and Open MPI's own protocol apply. ``explore=K`` (or
 ``'all'``) runs the simulated test under K schedules (see
-:mod:`simulator.tools.explore`) and fails with the one that replays it.
+:mod:`simulator.tools.explore`) and fails with the one that replays it
+(``--sim-schedule SEED`` runs every simulated test under that one).
 Tests that cannot run under real MPI (a deliberate deadlock, say) use
 ``@pytest.mark.simulator_only(why)`` and are deselected there.
 
@@ -84,6 +85,10 @@ def pytest_addoption(parser):
                          'its peers before aborting the job')
     group.addoption('--sim-timeout', type=float, default=120.0,
                     help='simulator backstop timeout per multi-rank test')
+    group.addoption('--sim-schedule', default=None, metavar='SEED',
+                    help='run simulated tests under this one schedule '
+                         '(SEED or choices:I,J,..), e.g. to replay what '
+                         'explore= found')
 
 
 def pytest_configure(config):
@@ -219,13 +224,21 @@ def _run_simulated(pyfuncitem, spec):
 
     options = dict(nodes=spec.nodes, send_mode=spec.send_mode,
                    timeout=pyfuncitem.config.getoption('--sim-timeout'))
+    from simulator.tools import explore
+    replay = pyfuncitem.config.getoption('--sim-schedule')
+    if replay is not None:
+        launch.run(body, spec.size, schedule=explore.parse_schedule(replay),
+                   **options)
+        return True
     if spec.explore is None:
         launch.run(body, spec.size, **options)
         return True
-    from simulator.tools import explore
     report = explore.explore(body, spec.size, spec.explore, **options)
     if report.failure is not None:
-        raise report.failure[1]
+        error = report.failure[1]
+        error.add_note('replay: pytest {!r} --sim-schedule {}'.format(
+            pyfuncitem.nodeid, report.failure[0]))
+        raise error
     return True
 
 

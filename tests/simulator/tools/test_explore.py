@@ -8,6 +8,7 @@ import sys
 
 from simulator.tools.explore import _next_prefix, normalize
 
+pytest_plugins = ['pytester']
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
@@ -129,3 +130,27 @@ def test_wall_clock_columns_and_user_patterns_are_masked():
                '[0] 1      0.26       0.123', '[1] took 5 ms']
     assert normalize(lines, [r'\d+ ms']) != normalize(changed,
                                                       [r'\d+ ms'])
+
+
+def test_pytest_marker_explores_and_names_the_replay(pytester):
+    pytester.makepyfile("""
+import pytest
+
+@pytest.mark.mpi(sizes=(3,), explore=10)
+def test_first_is_one(mpi_comm, MPI):
+    if mpi_comm.Get_rank() == 0:
+        first = mpi_comm.recv(source=MPI.ANY_SOURCE)
+        mpi_comm.recv(source=3 - first)
+        assert first == 1
+    else:
+        mpi_comm.send(mpi_comm.Get_rank(), dest=0)
+""")
+    result = pytester.runpytest('-p', 'no:xdist')
+    result.assert_outcomes(failed=1)
+    line = next(x for x in result.stdout.lines if '--sim-schedule' in x)
+    spec = line.split('--sim-schedule ')[1].strip()
+    result.stdout.fnmatch_lines(['*assert 2 == 1*'])
+    for _ in range(3):
+        replay = pytester.runpytest('-p', 'no:xdist', '--sim-schedule', spec)
+        replay.assert_outcomes(failed=1)
+        replay.stdout.fnmatch_lines(['*assert 2 == 1*'])
