@@ -51,8 +51,9 @@ unless a later message shows that one of them could have taken it had
 it waited: only then is deferring that decision a branch (a dynamic
 partial-order reduction in the spirit of DAMPI's late messages).
 
-Limits: threads of one rank that race each other, and ``Cancel`` racing
-a match, stay timing-dependent.
+``Cancel`` of a receive happens at a fence too (whether a message matched
+first is timing). Limit: threads of one rank that race each other stay
+timing-dependent.
 """
 import random
 import time

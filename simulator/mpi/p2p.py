@@ -40,8 +40,16 @@ class RecvRequest(Request):
     def Cancel(self):  # noqa: N802
         """Withdraw the receive if no message has matched it yet."""
         recv = self._activity
-        with recv.world.lock:
-            p2p.cancel(recv)
+        world = recv.world
+        with world.lock:
+            if world.schedule is None:
+                p2p.cancel(recv)
+            else:
+                # Whether a message matched first is timing: cancel at
+                # the next fence, where the schedule's state is settled.
+                world.schedule.await_choice(
+                    world, recv.rank, recv.record,
+                    lambda: [p2p.cancel(recv)], poll=True)
 
     def _finish(self, status):
         recv = self._activity

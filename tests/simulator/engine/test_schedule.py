@@ -329,3 +329,15 @@ def test_mixed_send_mode_finds_code_that_needs_buffering():
         with pytest.raises(DeadlockError):
             simulator.run(head_to_head, 2, send_mode='mixed',
                           schedule=parse_schedule(spec))
+
+
+@pytest.mark.mpi(sizes=(2,), explore=5)
+def test_cancel_of_a_receive_nobody_sends_to(mpi_comm, MPI):
+    if mpi_comm.Get_rank() == 0:
+        buf = np.zeros(1, dtype=np.int64)
+        req = mpi_comm.Irecv(buf, source=MPI.ANY_SOURCE, tag=8)
+        req.Cancel()
+        status = MPI.Status()
+        req.Wait(status)
+        assert status.Is_cancelled()
+    mpi_comm.Barrier()
