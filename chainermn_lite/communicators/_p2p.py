@@ -7,6 +7,13 @@ in chunks of at most ``chunk_bytes`` (MPI counts are C ints), received
 straight into the fresh result arrays. Receives honour ``ANY_SOURCE`` /
 ``ANY_TAG``: the rest of a message is taken from the source and tag its
 first frame came from.
+
+When both sides already know the layout (the gradients of a
+differentiable send have the shapes and dtypes of what it sent), there is
+no frame at all: ``send_exact`` / ``recv_exact`` move each array's bytes
+as a bare message (in chunks of ``chunk_bytes``), straight from the
+sender's array into the receiver's fresh one, as a hand-written mpi4py
+program would.
 """
 import pickle
 
@@ -73,6 +80,20 @@ class FrameChannel:
         # bytes concatenation beats filling the frame by slices at this size
         self._comm.Send(head + x.tobytes(), dest, tag)
         return True
+
+    def send_exact(self, arrays, dest, tag):
+        """Send the bytes of each (contiguous) array, no frame: the
+        receiver names the layout (``recv_exact``)."""
+        comm, chunk = self._comm, self.chunk_bytes
+        for x in arrays:
+            if isinstance(x, numpy.generic):    # a NumPy scalar
+                x = numpy.asarray(x)
+            if x.nbytes <= chunk:
+                comm.Send(x, dest=dest, tag=tag)
+                continue
+            view = _wire.byte_view(x)
+            for start in range(0, view.size, chunk):
+                comm.Send(view[start:start + chunk], dest=dest, tag=tag)
 
     def send_object(self, obj, dest, tag):
         """Pickle ``obj`` and send it as one message."""
@@ -186,6 +207,23 @@ class FrameChannel:
         # copy, cheaper than numpy.empty plus a slice assignment.
         return numpy.ndarray(layout[1], layout[0],
                              bytearray(self._recv_view[end:end + nbytes]))
+
+    def recv_exact(self, specs, source, tag):
+        """Receive what ``send_exact`` sent, one fresh array per
+        ``(shape, dtype)`` of ``specs``; a list."""
+        comm, chunk = self._comm, self.chunk_bytes
+        out = []
+        for shape, dtype in specs:
+            x = numpy.empty(shape, dtype=dtype)
+            if x.nbytes <= chunk:
+                comm.Recv(x, source=source, tag=tag)
+            else:
+                view = _wire.byte_view(x)
+                for start in range(0, view.size, chunk):
+                    comm.Recv(view[start:start + chunk], source=source,
+                              tag=tag)
+            out.append(x)
+        return out
 
     def recv_object(self, source, tag, status=None):
         """Receive and unpickle what send_object sent."""

@@ -164,6 +164,26 @@ class MpiCommunicator(CommunicatorBase):
                               wildcard=self._module.ANY_TAG)
         return self._p2p.recv_arrays(source, tag)
 
+    def send_exact(self, arrays, dest, tag):
+        """send_exact(arrays, dest, tag): send the bytes of each array, with
+        no shape or dtype: the receiver's ``recv_exact`` names them (the
+        differentiable functions' gradients, whose layout both sides
+        know). One message per array (per ``max_buf_len`` bytes)."""
+        dest = _wire.check_peer(dest, self._size, self._rank, 'send_exact')
+        tag = _wire.check_tag(tag, 'send_exact', self._rank)
+        what = 'send_exact (rank {} to {})'.format(self._rank, dest)
+        self._p2p.send_exact([_wire.as_sendable(x, what) for x in arrays],
+                             dest, tag)
+
+    def recv_exact(self, specs, source, tag):
+        """recv_exact(specs, source, tag): receive what ``send_exact``
+        sent into fresh arrays of the ``(shape, dtype)`` pairs ``specs``;
+        a list of arrays."""
+        source = _wire.check_peer(source, self._size, self._rank,
+                                  'recv_exact')
+        tag = _wire.check_tag(tag, 'recv_exact', self._rank)
+        return self._p2p.recv_exact(specs, source, tag)
+
     def send_obj(self, obj, dest, tag=0):
         """send_obj(obj, dest, tag=0): send a picklable object."""
         dest = _wire.check_peer(dest, self._size, self._rank, 'send_obj',
