@@ -17,14 +17,17 @@ import types
 
 from simulator import mpi
 from simulator.engine.actors import current
+from simulator.engine.clock import patch_time
 from simulator.engine.ranks import run_ranks
 from simulator.engine.world import World
+from simulator.mpi.timing import call_boundaries
 
 __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
            'simulated_mpi4py', 'load_code']
 
 
-def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None):
+def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None,
+        clock=None):
     """Run ``fn(comm)`` on ``size`` rank threads; return their results.
 
     ``comm`` is each rank's ``simulator.mpi.COMM_WORLD``. ``nodes`` sets the
@@ -35,9 +38,16 @@ def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None):
     first failure: a rank's own exception (with a note naming the rank) or
     the check that fired (DeadlockError, CollectiveMismatchError...).
     Messages still unreceived at the end raise UnmatchedMessageError.
+    ``clock``: a :class:`~simulator.engine.clock.VirtualTime` runs the
+    world in virtual time (read its ``summary()`` afterwards).
     """
     world = World(size, nodes, send_mode, seed)
-    return run_ranks(world, lambda ctx: fn(mpi.world_comm(ctx)), timeout)
+    main = lambda ctx: fn(mpi.world_comm(ctx))  # noqa: E731
+    if clock is None:
+        return run_ranks(world, main, timeout)
+    clock.attach(world)
+    with call_boundaries(), patch_time():
+        return run_ranks(world, main, timeout)
 
 
 class RankStream:

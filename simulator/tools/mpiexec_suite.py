@@ -10,8 +10,10 @@ What it arranges so that such a suite needs no change:
 
 - ``mpi4py.MPI`` is ``simulator.mpi`` from the start of the session, so a
   module-level ``COMM_WORLD`` resolves to the calling rank's world;
-- a ``unittest.TestCase`` test gets one instance per rank (its ``setUp``
-  stores per-rank state on ``self``);
+- a test method gets one instance of its class per rank (a
+  ``unittest.TestCase`` is built afresh and runs its own ``setUp``; a plain
+  class's instance is copied after pytest's ``setup_method``), since tests
+  store per-rank state on ``self``;
 - NumPy's global RNG functions (``numpy.random.seed``, ``normal`` ...) act
   on a per-rank RandomState inside a rank, as separate processes have one
   each (tests seed it and expect every rank to draw the same numbers).
@@ -19,6 +21,7 @@ What it arranges so that such a suite needs no change:
 ``--sim-suite-nodes`` spreads the ranks over simulated hosts,
 ``--sim-suite-timeout`` bounds one test (seconds).
 """
+import copy
 import functools
 import sys
 import unittest
@@ -121,6 +124,15 @@ def run_on_ranks(item, size, nodes=1, timeout=None):
             # One instance per rank, like one per process; debug() runs
             # setUp/test/tearDown and lets the exception through.
             case_class(method).debug()
+    elif getattr(item, 'instance', None) is not None:
+        instance, name = item.instance, item.obj.__name__
+        names = item._fixtureinfo.argnames
+
+        def body(comm):
+            # One instance per rank, like one per process: what one rank's
+            # test stores on self must not be what another rank reads.
+            method = getattr(copy.copy(instance), name)
+            method(**{arg: item.funcargs[arg] for arg in names})
     else:
         original = item._sim_original_runtest
 
