@@ -290,6 +290,22 @@ def test_overlap_is_bit_identical_to_the_same_buckets_after_backward(
                                           err_msg=key)
 
 
+@pytest.mark.mpi(sizes=(2, 3))
+@pytest.mark.parametrize('communicator_name', ('pure_nccl',))
+@pytest.mark.simulator_only('pure_nccl on host arrays runs on '
+                            'simulator.nccl; real NCCL needs GPU arrays')
+def test_overlap_on_pure_nccl(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
+    overlapped = _overlapped(comm, manual_backward=False)
+    after = _overlapped(comm, manual_backward=True)
+    expected = _reference(stale=False)
+    for key in after:
+        np.testing.assert_array_equal(overlapped[key], after[key],
+                                      err_msg=key)
+        np.testing.assert_allclose(overlapped[key], expected[key],
+                                   rtol=1e-5, atol=1e-6, err_msg=key)
+
+
 class _Spy(chainer.FunctionNode):
     """Identity whose backward (which runs after every later layer's)
     waits until the optimizer's helper thread has averaged ``n`` buckets,
