@@ -43,7 +43,7 @@ _SUMMED = ('allgather', 'gather')
 class RankClock:
     """A rank's virtual clock and where its time went (seconds)."""
 
-    __slots__ = ('now', 'compute', 'comm', 'wait', 'calls')
+    __slots__ = ('now', 'compute', 'comm', 'wait', 'calls', 'first_call')
 
     def __init__(self):
         self.now = 0.0
@@ -51,6 +51,12 @@ class RankClock:
         self.comm = 0.0
         self.wait = 0.0
         self.calls = 0
+        self.first_call = None  # when the rank first entered MPI
+
+    def since_first_call(self):
+        """Seconds from the first MPI call to the end (start-up, such as
+        imports, excluded), or the whole time without MPI calls."""
+        return self.now - (self.first_call or 0.0)
 
     def advance_to(self, ready, transfer):
         """Move to ``ready`` (if later): up to ``transfer`` seconds of it
@@ -169,7 +175,10 @@ class VirtualTime:
             self._span_compute(rank)
             st.op = op
             st.args = {} if self.events is not None else None
-            self.clocks[rank].calls += 1
+            clock = self.clocks[rank]
+            if clock.first_call is None:
+                clock.first_call = clock.now
+            clock.calls += 1
 
     def leave(self, rank):
         """The calling thread leaves the MPI call it entered."""

@@ -61,22 +61,27 @@ def write_timeline(clock, path):
 
 def scaling_table(rows):
     """A table of predicted time, speed-up and parallel efficiency for
-    ``rows`` of (size, VirtualTime), relative to the first size."""
+    ``rows`` of (size, VirtualTime), relative to the first size.
+
+    The time is the slowest rank's, from its first MPI call to its end:
+    start-up before it (imports, which a simulation pays only in its
+    first run) is left out."""
     lines = ['{:>6} {:>12} {:>10} {:>10} {:>12} {:>12} {:>9}'.format(
         'ranks', 'time s', 'speed-up', 'efficiency', 'compute s',
         'comm s', 'waiting s')]
     base_size, base = rows[0][0], None
     for size, clock in rows:
-        c = clock.clocks[clock.slowest()]
+        c = max(clock.clocks, key=lambda c: c.since_first_call())
+        t = c.since_first_call()
         if base is None:
-            base = c.now
-        speedup = base / c.now if c.now > 0 else float('nan')
+            base = t
+        speedup = base / t if t > 0 else float('nan')
         efficiency = speedup * base_size / size
         lines.append('{:>6} {:>12.6f} {:>10.2f} {:>9.0f}% {:>12.6f} '
                      '{:>12.6f} {:>9.6f}'.format(
-                         size, c.now, speedup, efficiency * 100, c.compute,
+                         size, t, speedup, efficiency * 100, c.compute,
                          c.comm, c.wait))
-    lines.append('(predicted by virtual time on {}; the slowest rank\'s '
-                 'run time; speed-up relative to {} ranks)'.format(
-                     rows[0][1].machine.name, base_size))
+    lines.append('(predicted by virtual time on {}: the slowest rank from '
+                 'its first MPI call to its end; speed-up relative to {} '
+                 'ranks)'.format(rows[0][1].machine.name, base_size))
     return '\n'.join(lines)
