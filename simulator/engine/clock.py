@@ -35,6 +35,7 @@ _TIME_FUNCTIONS = ('time', 'perf_counter', 'monotonic')
 _REAL = {name: getattr(time, name) for name in _TIME_FUNCTIONS}
 _REAL_NS = {name + '_ns': getattr(time, name + '_ns')
             for name in _TIME_FUNCTIONS}
+_REAL_SLEEP = time.sleep
 
 # Families whose byte count is the gathered total, not one rank's share.
 _SUMMED = ('allgather', 'gather')
@@ -197,6 +198,15 @@ class VirtualTime:
         if extra is not None:
             extra.update(args)
 
+    def sleep(self, rank, seconds):
+        """The rank's program sleeps: its clock moves on by as much (a
+        sleeping thread spends no CPU time)."""
+        if self._local.depth == 0 and seconds > 0:
+            self._commit(rank)
+            clock = self.clocks[rank]
+            clock.now += seconds
+            clock.compute += seconds
+
     def read(self, rank):
         """The rank's virtual seconds, or None inside an MPI call (the
         simulator's own code keeps real time)."""
@@ -324,6 +334,20 @@ def _virtual_function(name, real, ns):
     return virtual
 
 
+def _virtual_sleep():
+    from simulator.engine.actors import current
+
+    def sleep(seconds):
+        ctx = current()
+        if ctx is not None and ctx.world.clock is not None:
+            ctx.world.clock.sleep(ctx.rank, seconds)
+        _REAL_SLEEP(seconds)
+    sleep.__name__ = _REAL_SLEEP.__name__
+    sleep.__doc__ = _REAL_SLEEP.__doc__
+    sleep.simulator_virtual = True
+    return sleep
+
+
 def _rebinding_candidates():
     # Libraries keep references they took at import time (Chainer's
     # trainer: ``_get_time = time.perf_counter``). The standard library's
@@ -343,7 +367,8 @@ def _rebinding_candidates():
 def patch_time():
     """While inside, ``time.time/perf_counter/monotonic`` (and their
     ``_ns`` forms) read the calling rank's virtual clock in ranks whose
-    world has one, and real time everywhere else."""
+    world has one, and real time everywhere else; ``time.sleep`` in such
+    a rank also moves its clock on."""
     global _patched
     with _patch_lock:
         _patched += 1
@@ -355,6 +380,8 @@ def patch_time():
                                             name.endswith('_ns'))
                 table[id(real)] = (real, virtual)
                 setattr(time, name, virtual)
+            table[id(_REAL_SLEEP)] = (_REAL_SLEEP, _virtual_sleep())
+            time.sleep = table[id(_REAL_SLEEP)][1]
             for namespace in _rebinding_candidates():
                 for key, value in list(namespace.items()):
                     # By identity: module globals may hash or compare
@@ -372,6 +399,7 @@ def patch_time():
                 for name, real in list(_REAL.items()) + \
                         list(_REAL_NS.items()):
                     setattr(time, name, real)
+                time.sleep = _REAL_SLEEP
                 for namespace, key, real in _rebound:
                     if getattr(namespace.get(key), 'simulator_virtual',
                                False):

@@ -126,3 +126,14 @@ def test_summary_names_the_slowest_rank_and_time_is_real_outside():
     assert len(lines) == 2 + 2
     with pytest.raises(ValueError, match='compute_scale must be positive'):
         _clock(scale=0)
+
+
+def test_sleep_moves_the_clock_on():
+    def body(comm):
+        before = time.perf_counter()
+        time.sleep(0.02)
+        return time.perf_counter() - before
+    clock = _clock()
+    slept = simulator.run(body, 2, clock=clock)
+    assert all(s == pytest.approx(0.02, abs=1e-6) for s in slept)
+    assert time.sleep.__module__ == 'time'
