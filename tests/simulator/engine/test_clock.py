@@ -137,3 +137,34 @@ def test_sleep_moves_the_clock_on():
     slept = simulator.run(body, 2, clock=clock)
     assert all(s == pytest.approx(0.02, abs=1e-6) for s in slept)
     assert time.sleep.__module__ == 'time'
+
+
+def test_a_message_that_arrived_during_compute_costs_no_wait():
+    # rank 1 posts Irecv, then works 20 ms (a sleep): the 9 ms message
+    # has arrived by its Wait, which then costs nothing; without the
+    # work, the Wait lasts until the arrival.
+    def body(comm, work):
+        buf = np.zeros(NBYTES, np.uint8)
+        if comm.Get_rank() == 0:
+            comm.Send(buf, 1)
+            return
+        req = comm.Irecv(buf, 0)
+        time.sleep(work)
+        req.Wait()
+    for work, expected in ((0.02, 0.02), (0.0, HOP)):
+        clock = _clock()
+        simulator.run(lambda comm, w=work: body(comm, w), 2, clock=clock)
+        assert clock.clocks[1].now == pytest.approx(expected, abs=1e-6)
+
+
+def test_iallreduce_overlaps_compute():
+    def body(comm):
+        out = np.empty(1, np.float64)
+        req = comm.Iallreduce(np.ones(1), out)
+        time.sleep(0.02)
+        req.Wait()
+        return out[0]
+    clock = _clock()
+    assert simulator.run(body, 2, clock=clock) == [2.0, 2.0]
+    # one latency + 8 bytes (recursive doubling) hides in the 20 ms
+    assert [c.now for c in clock.clocks] == [pytest.approx(0.02, abs=1e-6)] * 2
