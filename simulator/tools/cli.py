@@ -137,6 +137,8 @@ def _run_script(options, code, base, size, sink=None):
     if nodes is None:
         nodes = 1 if clock is None else min(size,
                                             clock.machine.nodes_for(size))
+    elif options.sizes is not None:
+        nodes = min(nodes, size)    # --sizes 1,2,4 --nodes 2
     out = RankStream(sink or sys.stdout)
     err = RankStream(sink or sys.stderr)
     real_out, real_err = sys.stdout, sys.stderr
