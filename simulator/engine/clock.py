@@ -273,8 +273,15 @@ class VirtualTime:
             family.rstrip('v') in _SUMMED else max(sizes, default=0)
         nodes = {self.world.node_of[m] for m in slot.members}
         link = self.machine.links['intra' if len(nodes) == 1 else 'inter']
-        cost, algorithm = self.machine.collective_time(
-            slot.op, slot.size, nbytes, link)
+        try:
+            cost, algorithm = self.machine.collective_time(
+                slot.op, slot.size, nbytes, link)
+        except ValueError:
+            # A collective the model has no formula for must not break the
+            # program: it synchronises, like a barrier, and says so.
+            cost, _ = self.machine.collective_time('barrier', slot.size, 0,
+                                                   link)
+            algorithm = 'unmodelled (charged as a barrier)'
         return [start, cost, algorithm, nbytes]
 
     def _link(self, a, b):

@@ -59,6 +59,7 @@ _FAMILY = {
     'alltoall': 'alltoall', 'alltoallv': 'alltoall',
     'reduce_scatter': 'reduce_scatter',
     'reduce_scatter_block': 'reduce_scatter',
+    'reducescatter': 'reduce_scatter',      # NCCL's reduceScatter
     'barrier': 'barrier', 'ibarrier': 'barrier',
     'scan': 'scan', 'exscan': 'scan',
     # Making a communicator agrees on (color, key) among all members.
@@ -180,7 +181,8 @@ class Machine:
         """(seconds, algorithm) for collective ``op`` over ``p`` ranks
         moving ``nbytes`` (per rank for reductions and broadcasts, the
         gathered total for gathers and all-to-all) over ``link``."""
-        family = _FAMILY.get(op.lower())
+        name = op.lower()
+        family = _FAMILY.get(name[4:] if name.startswith('nccl') else name)
         if family is None:
             raise ValueError('no cost model for collective {!r}'.format(op))
         algorithm = self.algorithm(family, nbytes)

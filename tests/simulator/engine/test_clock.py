@@ -168,3 +168,24 @@ def test_iallreduce_overlaps_compute():
     assert simulator.run(body, 2, clock=clock) == [2.0, 2.0]
     # one latency + 8 bytes (recursive doubling) hides in the 20 ms
     assert [c.now for c in clock.clocks] == [pytest.approx(0.02, abs=1e-6)] * 2
+
+
+def test_nccl_collectives_are_timed_like_mpi_ones():
+    from simulator import nccl
+
+    def body(comm):
+        uid = comm.bcast(nccl.get_unique_id() if comm.Get_rank() == 0
+                         else None)
+        nc = nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank())
+        x = np.ones(NBYTES // 4, np.float32)
+        before = time.perf_counter()
+        nc.allReduce(x.ctypes.data, x.ctypes.data, x.size,
+                     nccl.NCCL_FLOAT32, nccl.NCCL_SUM, 0)
+        return time.perf_counter() - before, x[0]
+    clock = _clock(collectives={'allreduce': 'ring'})
+    results = simulator.run(body, 2, clock=clock)
+    # ring over 2 ranks: 2 latencies + the whole buffer once, from the
+    # last arrival (whose own wait is just that)
+    assert [r[1] for r in results] == [2.0, 2.0]
+    assert min(r[0] for r in results) == pytest.approx(
+        2 * LATENCY + NBYTES / BANDWIDTH, abs=1e-6)
