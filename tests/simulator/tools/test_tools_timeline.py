@@ -1,5 +1,7 @@
 """simulator.tools.timeline and the virtual-time options of python -m
-simulator: Trace Event files, the end-of-run line, the scaling table."""
+simulator: Trace Event files, the end-of-run line, the scaling table, the
+SVG picture. (Not test_timeline.py: pytest imports test modules by
+basename, and chainermn_lite's has that name.)"""
 import json
 import os
 import subprocess
