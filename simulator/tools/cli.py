@@ -19,8 +19,10 @@ import traceback
 
 from simulator.engine.actors import current
 from simulator.engine.clock import VirtualTime
+from simulator.engine.modules import register_private_module
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.tools.launch import (RankMainModule, RankStream,
+                                    captured_streams,
                                     install_mpi4py, load_code, run)
 from simulator.tools.timeline import scaling_table, write_timeline
 
@@ -42,6 +44,9 @@ def _parser():
                         help='backstop seconds for the whole run')
     parser.add_argument('--seed', type=int, default=None,
                         help='base seed of the per-rank RandomState')
+    parser.add_argument('--private-module', action='append', default=[],
+                        metavar='PKG', help='execute this module or package '
+                        'once per rank even if installed (repeatable)')
     time = parser.add_argument_group('virtual time')
     time.add_argument('--virtual-time', action='store_true',
                       help='run in virtual time; print where it went')
@@ -93,6 +98,8 @@ def main(argv=None):
     parser = _parser()
     options = parser.parse_args(argv)
     sizes = _sizes(options, parser)
+    for name in options.private_module:
+        register_private_module(name)
     try:
         _clock(options)
     except (ValueError, OSError) as error:   # a bad machine description
@@ -151,29 +158,27 @@ def _run_script(options, code, base, size, sink=None):
         current().main_namespace = namespace
         try:
             exec(code, namespace)
-        except SystemExit as stop:
-            if stop.code not in (None, 0):
-                raise
         finally:
             rank = comm.Get_rank()
             out.flush_rank(rank)
             err.flush_rank(rank)
 
     try:
-        run(rank_main, size, nodes=nodes,
-            send_mode=options.send_mode, timeout=options.timeout,
-            seed=options.seed, clock=clock)
+        with captured_streams({real_out: out, real_err: err}):
+            run(rank_main, size, nodes=nodes,
+                send_mode=options.send_mode, timeout=options.timeout,
+                seed=options.seed, clock=clock)
     except SystemExit as stop:
         sys.stdout, sys.stderr = real_out, real_err
         code = stop.code
-        if isinstance(code, int):
-            return code, clock
-        # sys.exit('message'): Python prints the message and exits 1.
         notes = ' ({})'.format('; '.join(stop.__notes__)) \
             if getattr(stop, '__notes__', None) else ''
-        real_err.write('{}{}\n'.format(code, notes))
+        # sys.exit('message'): Python prints the message and exits 1.
+        real_err.write('{}{}\n'.format(
+            'simulator: exit status {}'.format(code)
+            if isinstance(code, int) else code, notes))
         real_err.flush()
-        return 1, clock
+        return (code if isinstance(code, int) else 1), clock
     except BaseException as error:  # noqa: B902 -- reported, then exit 1
         sys.stdout, sys.stderr = real_out, real_err
         real_out.flush()
