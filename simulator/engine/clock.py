@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from simulator.engine.netmodel import family_of
+
 __all__ = ['VirtualTime', 'RankClock', 'patch_time', 'payload_bytes']
 
 _thread_time = time.thread_time
@@ -268,9 +270,8 @@ class VirtualTime:
                  c.time is not None]
         start = max(times) if times else 0.0
         sizes = [payload_bytes(a) for a in slot.args]
-        family = slot.op.lower()
-        nbytes = sum(sizes) if family.lstrip('i') in _SUMMED or \
-            family.rstrip('v') in _SUMMED else max(sizes, default=0)
+        nbytes = sum(sizes) if family_of(slot.op) in _SUMMED else \
+            max(sizes, default=0)
         nodes = {self.world.node_of[m] for m in slot.members}
         link = self.machine.links['intra' if len(nodes) == 1 else 'inter']
         try:

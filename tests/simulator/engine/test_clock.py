@@ -189,3 +189,18 @@ def test_nccl_collectives_are_timed_like_mpi_ones():
     assert [r[1] for r in results] == [2.0, 2.0]
     assert min(r[0] for r in results) == pytest.approx(
         2 * LATENCY + NBYTES / BANDWIDTH, abs=1e-6)
+
+
+def test_allgather_is_charged_for_the_gathered_total():
+    # ring allgather over 4 ranks of 1,000 bytes each: 3 latencies and
+    # 3/4 of the 4,000 gathered bytes through each rank's link
+    def body(comm):
+        out = np.empty(4000, np.uint8)
+        comm.Barrier()
+        before = time.perf_counter()
+        comm.Allgather(np.zeros(1000, np.uint8), out)
+        return time.perf_counter() - before
+    clock = _clock(collectives={'allgather': 'ring'})
+    spent = simulator.run(body, 4, clock=clock)
+    assert min(spent) == pytest.approx(3 * LATENCY + 3000 / BANDWIDTH,
+                                       abs=1e-6)
