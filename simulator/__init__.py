@@ -15,6 +15,11 @@ can progress, or a rank waits for ranks that finished),
 ``MessageMismatchError``, ``simulator.mpi.Exception`` (``ERR_TRUNCATE``
 ...), and ``RankFailedError`` in the ranks a failed rank left waiting.
 
+``simulator.run(..., clock=VirtualTime(load_machine('gpu_cluster')))``
+(from :mod:`simulator.engine.clock` and :mod:`simulator.engine.netmodel`)
+runs in virtual time: each rank's time functions read a clock advanced by
+its CPU time and a network model; ``clock.summary()`` says where it went.
+
 Per-rank state lives on ``simulator.current()`` (``rank``, ``world``,
 ``random``: a NumPy RandomState seeded per rank). A rank is a process:
 while a world runs, ``sys.argv``, ``os.environ``, NumPy's and Python's
