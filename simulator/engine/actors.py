@@ -108,8 +108,10 @@ def _start_in_rank(thread):
         enter(context, actor)
         try:
             target()
-        except RankExit:
-            pass
+        except RankExit as stop:
+            end_rank = getattr(stop, 'end_rank', None)
+            if end_rank is not None:    # os._exit() in a helper thread
+                end_rank(world, actor)
         finally:
             leave()
             world.finish(actor)
