@@ -24,6 +24,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 import types
 
 from chainermn_lite import global_except_hook
@@ -102,9 +103,14 @@ def is_installed():
     return _finder() is not None
 
 
+_install_lock = threading.Lock()
+
+
 def _forget_chainermn_modules():
-    for name in [n for n in sys.modules if _target_name(n) is not None]:
-        del sys.modules[name]
+    # list() copies the keys in one step: simulated ranks (threads) may be
+    # importing while one of them installs.
+    for name in [n for n in list(sys.modules) if _target_name(n) is not None]:
+        sys.modules.pop(name, None)
 
 
 def install():
@@ -112,10 +118,11 @@ def install():
     resolve to chainermn_lite in this process. Idempotent; modules of the
     real ChainerMN imported earlier are dropped from ``sys.modules`` (objects
     already taken from them stay what they are)."""
-    if is_installed():
-        return
-    _forget_chainermn_modules()
-    sys.meta_path.insert(0, _AliasFinder())
+    with _install_lock:
+        if is_installed():
+            return
+        _forget_chainermn_modules()
+        sys.meta_path.insert(0, _AliasFinder())
 
 
 def uninstall():
