@@ -103,6 +103,8 @@ def parse_args(argv=None):
     parser.add_argument('--dataset', choices=('auto', 'mnist', 'digits'),
                         default='auto')
     parser.add_argument('--double-buffering', action='store_true')
+    parser.add_argument('--overlap', action='store_true',
+                        help='average gradients while backward runs')
     parser.add_argument('--no-progress', action='store_true')
     return parser.parse_args(argv)
 
@@ -132,7 +134,7 @@ def main(argv=None):
     seed_params(model, args.seed)
     optimizer = chainermn.create_multi_node_optimizer(
         chainer.optimizers.Adam(), comm,
-        double_buffering=args.double_buffering)
+        double_buffering=args.double_buffering, overlap=args.overlap)
     optimizer.setup(model)
 
     # Train shards are padded to equal length (a few examples seen twice
