@@ -17,10 +17,15 @@ from simulator.mpi.comm import Comm, Intracomm, NullComm
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Datatype, from_dtype)
+from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
                                    INFO_NULL, Errhandler, Info)
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.request import REQUEST_NULL, Request, Status
+from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
+from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
+from simulator.mpi.unsupported import NotSimulated
+from simulator.mpi.values import VALUES as _VALUES
 
 __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'COMM_WORLD', 'COMM_SELF', 'COMM_NULL', 'REQUEST_NULL',
@@ -29,12 +34,24 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'Is_finalized', 'Query_thread', 'Is_thread_main', 'Get_version',
             'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION',
             'MAX_PROCESSOR_NAME', 'Info', 'INFO_NULL', 'Errhandler',
-            'ERRORS_RETURN', 'ERRORS_ARE_FATAL']
+            'ERRORS_RETURN', 'ERRORS_ARE_FATAL', 'ERRORS_ABORT',
+            'ERRHANDLER_NULL', 'get_vendor', 'NotSimulated', 'WIN_NULL',
+            'FILE_NULL', 'SESSION_NULL', 'Pcontrol', 'Get_error_class',
+            'Get_error_string', 'Group', 'GROUP_NULL', 'GROUP_EMPTY']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
-           + sorted(OP_NAMES))
+           + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
+           + sorted(_REFUSED))
 
 globals().update(DATATYPE_NAMES)
 globals().update(OP_NAMES)
+globals().update(_VALUES)
+globals().update(_UNSUPPORTED)
+globals().update(_REFUSED)
+WIN_NULL = _UNSUPPORTED['Win']()
+FILE_NULL = _UNSUPPORTED['File']()
+SESSION_NULL = _UNSUPPORTED['Session']()
+ERRORS_ABORT = Errhandler('MPI_ERRORS_ABORT')
+ERRHANDLER_NULL = Errhandler('MPI_ERRHANDLER_NULL')
 OP_NULL = Op('MPI_OP_NULL')
 VERSION, SUBVERSION = 3, 1
 MAX_PROCESSOR_NAME = 256
@@ -158,5 +175,29 @@ def Get_version():  # noqa: N802
 def Get_library_version():  # noqa: N802
     """A description of this library."""
     return 'simulator.mpi (threads in one process)'
+
+
+def get_vendor():
+    """("Open MPI", (5, 0, 11)): the simulator reproduces that library's
+    semantics (reduction orders, error classes, constants), so code that
+    branches on the vendor takes the branch it would take on the cluster."""
+    return 'Open MPI', (5, 0, 11)
+
+
+def Pcontrol(level):  # noqa: N802
+    """Profiling control: accepted and ignored, as without a profiler."""
+    if not isinstance(level, int):
+        raise TypeError('Pcontrol level must be an int, got {!r}'.format(
+            level))
+
+
+def Get_error_class(errorcode):  # noqa: N802
+    """The error class of an error code (the code itself here)."""
+    return errorcode
+
+
+def Get_error_string(errorcode):  # noqa: N802
+    """MPI's text for an error code."""
+    return str(_constants.Exception(errorcode))
 
 
