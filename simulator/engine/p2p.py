@@ -15,14 +15,15 @@ import collections
 from simulator.engine.activity import Activity
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'Message', 'Send', 'Recv',
-           'post_send', 'post_recv', 'find_message', 'cancel']
+           'post_send', 'post_recv', 'find_message', 'cancel',
+           'take_message']
 
 # The wildcard and null peers, with MPI's (and Open MPI's) values.
 ANY_SOURCE = -1
 ANY_TAG = -1
 PROC_NULL = -2
 
-PROBES = ('Probe', 'probe')
+PROBES = ('Probe', 'probe', 'Mprobe', 'mprobe')
 _HISTORY = 4            # senders remembered per channel, for reports
 
 
@@ -181,3 +182,18 @@ def cancel(recv):
     recv.cancelled = True
     world.version += 1
     return True
+
+
+def take_message(world, rank, ctx, source, tag):
+    """Remove and return the first queued message for ``rank`` matching
+    (source, tag), as a matched probe does; a rendezvous send it belongs
+    to completes. None when nothing matches."""
+    msg = find_message(world, rank, ctx, source, tag, True)
+    if msg is None:
+        return None
+    world.version += 1
+    send = msg.send
+    if send is not None:
+        send.matched = True
+        world.wake(send.rank)
+    return msg

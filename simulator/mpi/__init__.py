@@ -20,6 +20,7 @@ from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
                                    INFO_NULL, Errhandler, Info)
+from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.request import REQUEST_NULL, Request, Status
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
@@ -29,7 +30,7 @@ from simulator.mpi.values import VALUES as _VALUES
 
 __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'COMM_WORLD', 'COMM_SELF', 'COMM_NULL', 'REQUEST_NULL',
-            'DATATYPE_NULL', 'OP_NULL', 'Get_processor_name', 'Wtime',
+            'DATATYPE_NULL', 'Get_processor_name', 'Wtime',
             'Wtick', 'Init', 'Init_thread', 'Finalize', 'Is_initialized',
             'Is_finalized', 'Query_thread', 'Is_thread_main', 'Get_version',
             'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION',
@@ -37,7 +38,8 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'ERRORS_RETURN', 'ERRORS_ARE_FATAL', 'ERRORS_ABORT',
             'ERRHANDLER_NULL', 'get_vendor', 'NotSimulated', 'WIN_NULL',
             'FILE_NULL', 'SESSION_NULL', 'Pcontrol', 'Get_error_class',
-            'Get_error_string', 'Group', 'GROUP_NULL', 'GROUP_EMPTY']
+            'Get_error_string', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
+            'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
@@ -52,7 +54,6 @@ FILE_NULL = _UNSUPPORTED['File']()
 SESSION_NULL = _UNSUPPORTED['Session']()
 ERRORS_ABORT = Errhandler('MPI_ERRORS_ABORT')
 ERRHANDLER_NULL = Errhandler('MPI_ERRHANDLER_NULL')
-OP_NULL = Op('MPI_OP_NULL')
 VERSION, SUBVERSION = 3, 1
 MAX_PROCESSOR_NAME = 256
 

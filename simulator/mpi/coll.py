@@ -81,6 +81,9 @@ def _check_op(op, dtype=None, where=None):
     if not isinstance(op, Op):
         raise TypeError('expected a simulator.mpi Op (SUM, MAX...), got '
                         '{!r}'.format(op))
+    if not op:
+        raise MPIException(ERR_OP, '{}: OP_NULL is not a '
+                           'reduction'.format(where or 'reduction'))
     if dtype is not None:
         kinds = _OP_KINDS.get(op.name)
         if kinds is not None and np.dtype(dtype).kind not in kinds:
@@ -94,7 +97,8 @@ def _check_op(op, dtype=None, where=None):
 _OP_KINDS = {'MPI_SUM': 'iufc', 'MPI_PROD': 'iufc', 'MPI_MAX': 'iuf',
              'MPI_MIN': 'iuf', 'MPI_LAND': 'iub', 'MPI_LOR': 'iub',
              'MPI_LXOR': 'iub', 'MPI_BAND': 'iu', 'MPI_BOR': 'iu',
-             'MPI_BXOR': 'iu'}
+             'MPI_BXOR': 'iu', 'MPI_MAXLOC': 'V', 'MPI_MINLOC': 'V',
+             'MPI_OP_NULL': '', 'MPI_REPLACE': '', 'MPI_NO_OP': ''}
 
 
 class _CollectiveRequest(Request):

@@ -19,6 +19,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
 from simulator.mpi.handles import ERRORS_RETURN, Info
+from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
@@ -26,7 +27,7 @@ from simulator.mpi.scan import Scans
 __all__ = ['Comm', 'Intracomm', 'NullComm']
 
 
-class Comm(PointToPoint, Collectives, Scans):
+class Comm(PointToPoint, MatchedProbes, Collectives, Scans):
     """A communicator, with mpi4py's method names and argument order.
 
     Point-to-point methods come from :class:`~simulator.mpi.p2p.

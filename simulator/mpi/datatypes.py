@@ -266,7 +266,7 @@ def _exported(array, where):
     except TypeError:
         mem = None
     if mem is not None:
-        if mem.format in ('B', 'b', 'c'):
+        if mem.format == 'c' or not mem.c_contiguous:
             return np.frombuffer(mem, dtype=np.uint8) if mem.readonly \
                 else np.asarray(mem.cast('B'))
         return np.asarray(mem)
@@ -343,11 +343,20 @@ def parse(spec, where='buffer', vector=False):
             spec[0], (int, float, complex, bool, np.number)):
         parts = list(spec)
         array, rest = parts[0], parts[1:]
-        flat = _flat(array, where)
         dt = None
         if rest and (isinstance(rest[-1], (Datatype, str))
                      or rest[-1] is None):
             dt = rest.pop()
+        if array is None:
+            # BOTTOM / None: no memory, only an empty message fits it
+            datatype = _datatype_of(dt, np.empty(0, np.uint8), where)
+            if any(np.any(np.asarray(r, dtype=object) != 0)
+                   for r in rest if r is not None and np.isscalar(r)):
+                raise ValueError('{}: buffer is None but count is {}'
+                                 .format(where, rest[0]))
+            flat = np.empty(0, datatype.dtype or np.uint8)
+        else:
+            flat = _flat(array, where)
         datatype = _datatype_of(dt, flat, where)
         flat = _view_as(flat, datatype, where)
         count = flat.size

@@ -146,6 +146,25 @@ class Request:
     def __bool__(self):
         return not self._done
 
+    def __eq__(self, other):
+        # A completed request is REQUEST_NULL, as mpi4py's handle becomes.
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self is other or (not self and not other)
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce__(self):
+        if self is REQUEST_NULL:
+            return 'REQUEST_NULL'
+        raise ValueError('cannot serialize a request: it belongs to the '
+                         'process that started it')
+
     @staticmethod
     def Waitall(requests, statuses=None):  # noqa: N802
         """Wait for every request."""
