@@ -22,6 +22,7 @@ from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
                                    INFO_NULL, Errhandler, Info)
 from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
+from simulator.mpi.prequest import Prequest
 from simulator.mpi.request import REQUEST_NULL, Request, Status
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
@@ -39,7 +40,9 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'ERRHANDLER_NULL', 'get_vendor', 'NotSimulated', 'WIN_NULL',
             'FILE_NULL', 'SESSION_NULL', 'Pcontrol', 'Get_error_class',
             'Get_error_string', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
-            'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC']
+            'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
+            'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
+            'Flush_buffer', 'Iflush_buffer', 'Get_address']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
@@ -202,3 +205,40 @@ def Get_error_string(errorcode):  # noqa: N802
     return str(_constants.Exception(errorcode))
 
 
+
+
+def Alloc_mem(size, info=None):  # noqa: N802
+    """``size`` bytes of memory (a bytearray: ordinary process memory)."""
+    if not isinstance(size, int) or size < 0:
+        raise _constants.Exception(_constants.ERR_ARG, 'Alloc_mem size '
+                                   '{!r} must be an int >= 0'.format(size))
+    return bytearray(size)
+
+
+def Free_mem(mem):  # noqa: N802
+    """Release memory from Alloc_mem (the garbage collector does)."""
+
+
+def Attach_buffer(buf):  # noqa: N802
+    """Accepted: simulated buffered sends never run out of buffer."""
+
+
+def Detach_buffer():  # noqa: N802
+    """Accepted; returns None (no buffer was kept)."""
+    return None
+
+
+def Flush_buffer():  # noqa: N802
+    """Buffered sends are delivered eagerly: nothing to flush."""
+
+
+def Iflush_buffer():  # noqa: N802
+    """Flush_buffer, as a completed request."""
+    return Request()
+
+
+def Get_address(location):  # noqa: N802
+    """The address of a buffer's first byte."""
+    from simulator.mpi.datatypes import parse
+    data = parse(location, 'Get_address').data
+    return data.__array_interface__['data'][0]

@@ -149,7 +149,8 @@ class PointToPoint:
         return request
 
     def _send_buffer(self, op, buf, dest, tag, sync=False):
-        b = parse(buf, op)
+        b = parse(buf, op) if buf is not None else \
+            parse([None, 0, 'B'], op)
         return self._isend(op, BUFFER, b.data[:b.count].copy(), b.datatype,
                            dest, tag, sync)
 
@@ -197,6 +198,30 @@ class PointToPoint:
         """Send a buffer (copied now)."""
         self._send_buffer('Send', buf, dest, tag).Wait()
 
+    def Bsend(self, buf, dest, tag=0):  # noqa: N802
+        """Buffered send: a standard send here (never out of buffer)."""
+        self._send_buffer('Bsend', buf, dest, tag).Wait()
+
+    def Rsend(self, buf, dest, tag=0):  # noqa: N802
+        """Ready send: a standard send here."""
+        self._send_buffer('Rsend', buf, dest, tag).Wait()
+
+    def Ibsend(self, buf, dest, tag=0):  # noqa: N802
+        """Start a buffered send."""
+        return self._send_buffer('Ibsend', buf, dest, tag)
+
+    def Irsend(self, buf, dest, tag=0):  # noqa: N802
+        """Start a ready send."""
+        return self._send_buffer('Irsend', buf, dest, tag)
+
+    def bsend(self, obj, dest, tag=0):
+        """Buffered object send (eager)."""
+        self.send(obj, dest, tag)
+
+    def ibsend(self, obj, dest, tag=0):
+        """Start a buffered object send."""
+        return self.isend(obj, dest, tag)
+
     def Ssend(self, buf, dest, tag=0):  # noqa: N802
         """Send a buffer; return once it is received."""
         self._send_buffer('Ssend', buf, dest, tag, sync=True).Wait()
@@ -212,12 +237,14 @@ class PointToPoint:
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
              status=None):
         """Receive into a buffer."""
-        b = parse(buf, 'Recv buffer')
+        b = parse(buf if buf is not None else [None, 0, 'B'],
+                  'Recv buffer')
         self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):  # noqa: N802
         """Start receiving into a buffer."""
-        b = parse(buf, 'Irecv buffer')
+        b = parse(buf if buf is not None else [None, 0, 'B'],
+                  'Irecv buffer')
         return self._irecv('Irecv', BUFFER, b, source, tag)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0,  # noqa: N802

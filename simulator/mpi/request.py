@@ -64,6 +64,14 @@ class Status:
     def Set_error(self, error):  # noqa: N802
         self.error = error
 
+    def Set_elements(self, datatype, count):  # noqa: N802
+        """Record ``count`` elements of ``datatype`` (for Get_count)."""
+        self.nbytes = count * datatype.Get_size()
+
+    def Set_cancelled(self, flag):  # noqa: N802
+        """Mark the status cancelled (or not)."""
+        self.cancelled = bool(flag)
+
     count = property(Get_count)
 
     def _fill(self, source, tag, nbytes):
@@ -205,20 +213,93 @@ class Request:
         active = [r for r in requests if not r._done]
         if not active:
             return UNDEFINED, None
-        activity.wait_any([r._activity for r in active])
+        activities = [r._waitable() for r in active]
+        if all(a is not None for a in activities):
+            activity.wait_any(activities)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
                 return i, req._complete(status)
-        raise AssertionError('waitany woke without a ready request')
+        # A request without one engine activity (persistent, paired):
+        # wait for the first active one.
+        i = requests.index(active[0])
+        return i, requests[i].wait(status)
+
+    def _waitable(self):
+        """The engine activity to wait for (None when not one)."""
+        return self._activity
 
     @staticmethod
     def Testany(requests, status=None):  # noqa: N802
         """(index, flag) of a completed request, never blocking."""
+        index, flag, _ = Request.testany(requests, status)
+        return index, flag
+
+    @staticmethod
+    def testany(requests, status=None):
+        """(index, flag, object) of a completed request, never
+        blocking."""
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
-                req._complete(status)
+                return i, True, req.wait(status)
+        return UNDEFINED, all(r._done for r in requests), None
+
+    @staticmethod
+    def Get_status_any(requests, status=None):  # noqa: N802
+        """(index, flag) of a complete request, not completing it."""
+        for i, req in enumerate(requests):
+            if not req._done and req.Get_status():
                 return i, True
         return UNDEFINED, all(r._done for r in requests)
+
+    @staticmethod
+    def Get_status_all(requests, statuses=None):  # noqa: N802
+        """True when every request is complete (none is completed)."""
+        return all(r._done or r.Get_status() for r in requests)
+
+    @staticmethod
+    def Get_status_some(requests, statuses=None):  # noqa: N802
+        """Indices of the complete active requests (None if none is
+        active)."""
+        if all(r._done for r in requests):
+            return None
+        return [i for i, r in enumerate(requests)
+                if not r._done and r.Get_status()]
+
+    @staticmethod
+    def Waitsome(requests, statuses=None):  # noqa: N802
+        """Wait for at least one; indices of those completed (None when
+        none was active)."""
+        return Request.waitsome(requests, statuses)[0]
+
+    @staticmethod
+    def waitsome(requests, statuses=None):
+        """(indices, objects) of the requests completed; at least one."""
+        if all(r._done for r in requests):
+            return None, None
+        index, obj = Request.waitany(requests)
+        done, objs = [index], [obj]
+        for i, req in enumerate(requests):
+            if i != index and not req._done and req.Get_status():
+                done.append(i)
+                objs.append(req.wait())
+        return done, objs
+
+    @staticmethod
+    def Testsome(requests, statuses=None):  # noqa: N802
+        """Indices of the requests completed now (possibly [])."""
+        return Request.testsome(requests, statuses)[0]
+
+    @staticmethod
+    def testsome(requests, statuses=None):
+        """(indices, objects) completed now, never blocking."""
+        if all(r._done for r in requests):
+            return None, None
+        done, objs = [], []
+        for i, req in enumerate(requests):
+            if not req._done and req.Get_status():
+                done.append(i)
+                objs.append(req.wait())
+        return done, objs
 
 
 REQUEST_NULL = Request()

@@ -78,7 +78,6 @@ def _refuse(name):
 
 FUNCTIONS = {name: _refuse(name) for name in (
     'Open_port', 'Close_port', 'Publish_name', 'Unpublish_name',
-    'Lookup_name', 'Register_datarep', 'Attach_buffer', 'Detach_buffer',
-    'Flush_buffer', 'Iflush_buffer', 'Add_error_class', 'Add_error_code',
+    'Lookup_name', 'Register_datarep', 'Add_error_class', 'Add_error_code',
     'Add_error_string', 'Remove_error_class', 'Remove_error_code',
     'Remove_error_string', 'Get_hw_resource_info')}
