@@ -14,6 +14,8 @@ setup(
                 'in-process MPI simulator to test it on one machine',
     packages=find_packages(include=['chainermn_lite', 'chainermn_lite.*',
                                     'simulator', 'simulator.*']),
+    # Machine descriptions for virtual time (python -m simulator --machine).
+    package_data={'simulator': ['machines/*.toml', 'machines/*.json']},
     python_requires='>=3.10',
     install_requires=[
         'chainer==7.8.1',

@@ -5,10 +5,11 @@
 Rows (issue 3, section 5): p2p hand-off latency (8 B object, 8 B buffer)
 vs a bare threading.Condition ping-pong; Allreduce of 100 MB float32 on 4
 ranks vs 4 single-threaded 100 MB copies; world start-up for 8 ranks (vs
-``mpiexec -n 8 python -c pass``); a 4,096-rank world running Split +
-allreduce + Barrier; deadlock detection at 1,024 ranks (from the last
-rank blocking to the report). Every figure is the median of several
-repetitions.
+``mpiexec -n 8 python -c pass``); the same with every rank importing a
+20-module user package (executed once per rank); a 4,096-rank world
+running Split + allreduce + Barrier; deadlock detection at 1,024 ranks
+(from the last rank blocking to the report). Every figure is the median
+of several repetitions.
 """
 import argparse
 import os
@@ -166,6 +167,38 @@ def sim_startup(size):
     return time.perf_counter() - start
 
 
+def make_user_package(folder, modules=20):
+    """Write a package of ``modules`` small modules (each with module-level
+    state and a class) under ``folder``; returns its name."""
+    name = 'bench_user_pkg'
+    package = os.path.join(folder, name)
+    os.makedirs(package, exist_ok=True)
+    with open(os.path.join(package, '__init__.py'), 'w') as f:
+        f.write(''.join('from {} import m{}\n'.format(name, i)
+                        for i in range(modules)))
+    for i in range(modules):
+        with open(os.path.join(package, 'm{}.py'.format(i)), 'w') as f:
+            f.write('import numpy\nCOUNT = 0\nTABLE = list(range(100))\n'
+                    'class Thing{0}:\n    def value(self):\n'
+                    '        return {0}\n'.format(i))
+    return name
+
+
+def sim_startup_with_package(size, folder, name):
+    """Seconds for ``size`` ranks that each import a user package (its
+    modules are executed once per rank, see simulator.engine.modules)."""
+    def program(comm):
+        module = __import__(name)
+        return module.m0.COUNT
+    start = time.perf_counter()
+    simulator.run(program, size)
+    elapsed = time.perf_counter() - start
+    sys.modules.pop(name, None)
+    for key in [k for k in sys.modules if k.startswith(name + '.')]:
+        del sys.modules[key]
+    return elapsed
+
+
 def sim_large_world(size):
     """Seconds for a ``size``-rank Split + allreduce + Barrier run."""
     def program(comm):
@@ -268,6 +301,21 @@ def run_all(quick=False, skip_mpiexec=False, on_row=None):
         return _row(name, took, reference, 'mpiexec -n 8', '<= 0.1 s',
                     took <= 0.1)
     add('world start-up, 8 ranks', startup)
+
+    def startup_package(name='world start-up, 8 ranks, 20-module package'):
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            package = make_user_package(folder)
+            sys.path.insert(0, folder)
+            try:
+                took = _median(lambda: sim_startup_with_package(
+                    8, folder, package), repeats)
+            finally:
+                sys.path.remove(folder)
+        reference = _median(lambda: sim_startup(8), repeats)
+        return _row(name, took, reference, 'empty 8-rank world', '<= 0.5 s',
+                    took <= 0.5)
+    add('world start-up, 8 ranks, 20-module package', startup_package)
 
     def large(name='4,096 ranks Split+allreduce+Barrier'):
         reference = bare_threads_barrier(4096)

@@ -17,11 +17,16 @@ Without editing a script or a test suite::
 (``-m module`` runs a module like ``python -m``; everything after the script
 or module goes to it.)
 """
+import builtins
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
-import runpy
+import os
 import sys
+import types
+
+from chainermn_lite import global_except_hook
 
 __all__ = ['install', 'uninstall', 'is_installed', 'ALIAS', 'TARGET']
 
@@ -127,20 +132,81 @@ _USAGE = ('usage: python -m chainermn_lite.compat (script.py | -m module) '
           '[args...]')
 
 
+def _script(path):
+    """(code, globals) of ``python path``: ``sys.path[0]`` is the script's
+    folder (symbolic links resolved)."""
+    path = os.path.abspath(path)
+    with open(path, 'rb') as f:
+        code = compile(f.read(), path, 'exec')
+    sys.path[0] = os.path.dirname(os.path.realpath(path))
+    loader = importlib.machinery.SourceFileLoader('__main__', path)
+    return code, {'__file__': path, '__loader__': loader, '__spec__': None,
+                  '__package__': None, '__cached__': None}
+
+
+def _module(name):
+    """(code, globals) of ``python -m name``: ``sys.path[0]`` is the
+    current folder, a package runs its ``__main__``."""
+    sys.path[0] = os.getcwd()
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        raise SystemExit('{}: No module named {}'.format(sys.executable,
+                                                        name))
+    if spec.submodule_search_locations is not None:
+        name += '.__main__'
+        spec = importlib.util.find_spec(name)
+    code = spec.loader.get_code(name)
+    return code, {'__file__': spec.origin, '__loader__': spec.loader,
+                  '__spec__': spec, '__package__': name.rpartition('.')[0],
+                  '__cached__': spec.cached}
+
+
+def _main_namespace():
+    """The dict the program runs in: ``__main__``'s own when this module
+    runs as ``__main__`` (as ``python`` would use it; on the simulator that
+    dict is per rank), else a fresh ``__main__`` module's."""
+    main = sys.modules.get('__main__')
+    namespace = getattr(main, '__dict__', None)
+    spec = namespace.get('__spec__') if namespace is not None else None
+    if getattr(spec, 'name', None) == __name__:
+        for key in [k for k in namespace if k != '__builtins__']:
+            del namespace[key]
+        return namespace, None
+    module = types.ModuleType('__main__')
+    return module.__dict__, module
+
+
 def main(argv=None):
     """main(argv): install(), then run a script or ``-m module`` with the
-    remaining arguments as its ``sys.argv``, like ``python`` does."""
+    remaining arguments as its ``sys.argv``, exactly as ``python script.py
+    args`` / ``python -m module args`` would (``sys.path[0]``,
+    ``__file__``, ``__main__``). A non-zero ``sys.exit`` aborts the MPI
+    job with that status when chainermn_lite's abort hook is installed
+    (see :mod:`chainermn_lite.global_except_hook`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ('-h', '--help') or argv == ['-m']:
         print(_USAGE, file=sys.stderr)
         return 2
     install()
     if argv[0] == '-m':
-        sys.argv = argv[1:]
-        runpy.run_module(argv[1], run_name='__main__', alter_sys=True)
+        code, base = _module(argv[1])
+        sys.argv[:] = [base['__file__']] + argv[2:]
     else:
-        sys.argv = argv
-        runpy.run_path(argv[0], run_name='__main__')
+        code, base = _script(argv[0])
+        sys.argv[:] = argv
+    namespace, module = _main_namespace()
+    namespace.update(base, __name__='__main__', __builtins__=builtins)
+    saved = sys.modules.get('__main__')
+    if module is not None:
+        sys.modules['__main__'] = module
+    try:
+        exec(code, namespace)
+    except SystemExit as stop:
+        global_except_hook.abort_on_exit(stop)
+        raise
+    finally:
+        if module is not None:
+            sys.modules['__main__'] = saved
     return 0
 
 

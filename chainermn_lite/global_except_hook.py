@@ -16,7 +16,7 @@ import traceback
 
 from chainermn_lite import _mpi
 
-__all__ = ['add_hook', 'add_hook_if_enabled', 'remove_hook',
+__all__ = ['add_hook', 'add_hook_if_enabled', 'remove_hook', 'abort_on_exit',
            'NO_ABORT_ENV']
 
 NO_ABORT_ENV = 'CHAINERMN_LITE_NO_ABORT'
@@ -27,15 +27,20 @@ NO_ABORT_ENV = 'CHAINERMN_LITE_NO_ABORT'
 _state = {'module': None}
 
 
-def _abort(exc_type, exc_value, exc_tb, where):
+def _world():
+    """(COMM_WORLD, rank, size) of the hooked MPI, or (None, '?', '?')."""
     try:
         module = _state['module']
         if module is None:
             from mpi4py import MPI as module
         world = module.COMM_WORLD
-        rank, size = world.Get_rank(), world.Get_size()
+        return world, world.Get_rank(), world.Get_size()
     except Exception:  # still print the original error
-        world, rank, size = None, '?', '?'
+        return None, '?', '?'
+
+
+def _abort(exc_type, exc_value, exc_tb, where):
+    world, rank, size = _world()
     sys.stderr.write('\n[chainermn_lite] uncaught exception in rank {}/{} '
                      '({}); aborting the MPI job so that the other ranks '
                      'do not hang (set {}=1 to disable):\n'.format(
@@ -45,6 +50,29 @@ def _abort(exc_type, exc_value, exc_tb, where):
     sys.stderr.flush()
     if world is not None and size != 1:
         world.Abort(1)
+
+
+def abort_on_exit(stop):
+    """A ``SystemExit`` is leaving the main program: with the hook
+    installed, a non-zero status aborts the MPI job with that status, as
+    ``python -m mpi4py`` does, since the other ranks would wait for this
+    one forever (Python calls no excepthook for SystemExit, so launchers
+    such as ``python -m chainermn_lite.compat`` call this)."""
+    code = stop.code
+    if sys.excepthook is not _sys_hook or code is None or code == 0:
+        return
+    status = code if isinstance(code, int) else 1
+    world, rank, size = _world()
+    if world is None or size == 1:
+        return
+    if not isinstance(code, int):
+        sys.stderr.write('{}\n'.format(code))
+    sys.stderr.write('[chainermn_lite] rank {}/{} exited with status {}; '
+                     'aborting the MPI job so that the other ranks do not '
+                     'hang (set {}=1 to disable)\n'.format(
+                         rank, size, status, NO_ABORT_ENV))
+    sys.stderr.flush()
+    world.Abort(status)
 
 
 def _sys_hook(exc_type, exc_value, exc_tb):

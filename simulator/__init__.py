@@ -13,8 +13,13 @@ can progress, or a rank waits for ranks that finished),
 ...), and ``RankFailedError`` in the ranks a failed rank left waiting.
 
 Per-rank state lives on ``simulator.current()`` (``rank``, ``world``,
-``random``: a NumPy RandomState seeded per rank). Threads a rank starts
-belong to that rank and may call MPI. Code that blocks outside
+``random``: a NumPy RandomState seeded per rank). A rank is a process:
+while a world runs, ``sys.argv``, ``os.environ``, NumPy's and Python's
+global generators, Chainer's global config and the user's own modules are
+private per rank, process-wide changes (``os.chdir``...) are reported, and
+``sys.exit(n)`` ends the rank with status n (see
+:mod:`simulator.engine.process`). Threads a rank starts belong to that
+rank and may call MPI. Code that blocks outside
 ``simulator.mpi`` uses ``World.block``/``World.wake`` (see
 :mod:`simulator.engine.world`); libraries add hints to reports with
 :func:`register_explainer` or a ``simulator.explainers`` entry point, and

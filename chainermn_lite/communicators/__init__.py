@@ -1,5 +1,5 @@
 """Communicators: ChainerMN's communicator API over any mpi4py-like comm."""
-from chainermn_lite import _mpi
+from chainermn_lite import _mpi, timeline
 from chainermn_lite.communicators import _watchdog
 from chainermn_lite.communicators.communicator_base import CommunicatorBase
 from chainermn_lite.communicators.dummy_communicator import \
@@ -108,6 +108,8 @@ def create_communicator(communicator_name=None, mpi_comm=None,
     comm = _CLASSES[communicator_name](mpi_comm, **configs)
     if limit is not None:
         _watchdog.watch(comm, limit)
+    # CHAINERMN_LITE_TIMELINE=FILE: record the same calls (wall time).
+    timeline.record(comm, _watchdog.WATCHED_METHODS)
     _install_abort_hook(mpi_comm)
     _tune_malloc()
     return comm

@@ -5,6 +5,9 @@ not mpi4py's API.
   and the deadlock check, failure;
 - :mod:`~simulator.engine.actors` / :mod:`~simulator.engine.ranks`: the
   threads of each rank and how a world is run;
+- :mod:`~simulator.engine.process`, :mod:`~simulator.engine.modules`,
+  :mod:`~simulator.engine.shared_state`: a rank is a process: its private
+  process state and modules, and the process-wide changes reported;
 - :mod:`~simulator.engine.activity`: what a rank waits for, and waiting;
 - :mod:`~simulator.engine.communicator`, :mod:`~simulator.engine.p2p`,
   :mod:`~simulator.engine.collectives`,

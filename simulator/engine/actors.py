@@ -73,10 +73,16 @@ def enter(context, actor):
     """Make the calling thread ``actor`` of ``context``'s rank."""
     _local.context = context
     _local.actor = actor
+    clock = context.world.clock
+    if clock is not None:
+        clock.thread_started(context.rank)
 
 
 def leave():
     """The calling thread no longer runs a rank."""
+    context = getattr(_local, 'context', None)
+    if context is not None and context.world.clock is not None:
+        context.world.clock.thread_ended(context.rank)
     _local.context = None
     _local.actor = None
 
@@ -102,8 +108,10 @@ def _start_in_rank(thread):
         enter(context, actor)
         try:
             target()
-        except RankExit:
-            pass
+        except RankExit as stop:
+            end_rank = getattr(stop, 'end_rank', None)
+            if end_rank is not None:    # os._exit() in a helper thread
+                end_rank(world, actor)
         finally:
             leave()
             world.finish(actor)

@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from simulator.engine import actors, reports
+from simulator.engine import (actors, modules, process, reports,
+                              shared_state)
 from simulator.errors import DeadlockError, UnmatchedMessageError
 
 __all__ = ['RankContext', 'run_ranks']
@@ -27,7 +28,9 @@ class RankContext:
     """What one rank knows about itself.
 
     ``rank`` (world rank), ``world``, ``node`` and ``processor_name``;
-    ``random``: a ``numpy.random.RandomState`` seeded for this rank;
+    ``random``: a ``numpy.random.RandomState`` seeded for this rank (the
+    one NumPy's global functions use in this rank); ``process``: its
+    private process state (:mod:`simulator.engine.process`, built on use);
     ``local``: state the layers above keep per rank (the mpi facade's
     communicators...), name -> object; ``result`` / ``error``: how its
     main function ended.
@@ -39,6 +42,7 @@ class RankContext:
         self.node = world.node_of[rank]
         self.processor_name = 'node{}'.format(self.node)
         self._random = None
+        self.process = None
         self.local = {}
         self.result = None
         self.error = None
@@ -51,10 +55,8 @@ class RankContext:
         # Built on first use: seeding costs ~0.4 ms, too much for 4,096
         # ranks that never draw a number.
         if self._random is None:
-            seed = [self.rank] if self.world.seed is None else [
-                self.world.seed, self.rank]
-            self._random = np.random.RandomState(
-                np.random.SeedSequence(seed).generate_state(4))
+            self._random = np.random.RandomState(process.rank_seed(
+                self.world.seed, self.rank, 0))
         return self._random
 
 
@@ -75,8 +77,16 @@ def _rank_main(world, context, actor, main):
     actors.enter(context, actor)
     try:
         context.result = main(context)
+    except process.ProcessExit as stop:
+        stop.end_rank(world, actor)
     except actors.RankExit:
         world.finish(actor)
+    except SystemExit as stop:
+        if stop.code is None or stop.code == 0:
+            world.finish(actor)     # a process that exits with status 0
+        else:
+            context.error = stop
+            world.fail(actor, stop)
     except BaseException as error:  # handed to run_ranks()
         context.error = error
         world.fail(actor, error)
@@ -103,7 +113,8 @@ def run_ranks(world, main, timeout=None):
     old_stack = None
     if world.size > _BIG_WORLD:
         old_stack = threading.stack_size(_BIG_WORLD_STACK)
-    with actors.inherit_threads():
+    with actors.inherit_threads(), process.privatized(), \
+            modules.private_modules(), shared_state.reported():
         try:
             for rank in range(world.size):
                 t = threading.Thread(

@@ -43,7 +43,7 @@ class CallRecord:
     """
 
     __slots__ = ('op', 'rank', 'peer', 'tag', 'comm', 'seq', 'detail',
-                 '_raw')
+                 '_raw', 'time')
 
     def __init__(self, op, rank, peer=None, tag=None, comm=None, seq=None,
                  detail=None, raw=None):
@@ -55,6 +55,7 @@ class CallRecord:
         self.seq = seq
         self.detail = detail
         self._raw = raw if raw is not None else capture(2)
+        self.time = None    # virtual start time (simulator.engine.clock)
 
     @property
     def stack(self):

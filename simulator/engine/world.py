@@ -114,6 +114,8 @@ class World:
         # Non-blocking collectives whose data moves on a progress thread:
         # while any runs, blocked ranks are waiting for it, not deadlocked.
         self.background = 0
+        # Virtual time (simulator.engine.clock.VirtualTime) or None: off.
+        self.clock = None
 
     # -- actors (with self.lock held) -------------------------------------
     def add_actor(self, rank, name, main=False, daemon=False):

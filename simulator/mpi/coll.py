@@ -41,6 +41,8 @@ def _start(comm, op, signature, arg, combine=None, detail=None,
     seq = s.next_seq()
     record = CallRecord(op, s.world_rank, None, None, s.name, seq, detail,
                         raw=capture(3))
+    if s.world.clock is not None:
+        s.world.clock.stamp(record)
     slot = coll.arrive(s, seq, op, signature, arg, record, combine,
                        progress)
     return s, slot, record
@@ -60,6 +62,8 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
                                   after=after)
     s, slot, record = _start(comm, op, signature, arg, combine)
     coll.wait_ready(s, slot, record)
+    if s.world.clock is not None:
+        s.world.clock.collective(s.world_rank, slot)
     try:
         out = finish(s, slot) if finish is not None else slot.result
     finally:
@@ -137,6 +141,9 @@ class _CollectiveRequest(Request):
         return None
 
     def _part(self):
+        clock = self._state_.world.clock
+        if clock is not None:
+            clock.collective(self._state_.world_rank, self._slot)
         try:
             if self._finish_fn is not None:
                 self._out = self._finish_fn(self._state_, self._slot)

@@ -201,8 +201,12 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
                     placement[r] = (c, world_ranks, new_rank)
             return placement
 
+        if s.world.clock is not None:
+            s.world.clock.stamp(record)
         slot = coll.arrive(s, seq, op, (), (color, key), record, combine)
         coll.wait_ready(s, slot, record)
+        if s.world.clock is not None:
+            s.world.clock.collective(s.world_rank, slot)
         placement = slot.result.get(s.rank)
         coll.leave(s, slot)
         if placement is None:
@@ -235,8 +239,12 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         seq = s.next_seq()
         record = CallRecord('Dup', s.world_rank, None, None, s.name, seq,
                             raw=capture(2))
+        if s.world.clock is not None:
+            s.world.clock.stamp(record)
         slot = coll.arrive(s, seq, 'Dup', (), None, record)
         coll.wait_ready(s, slot, record)
+        if s.world.clock is not None:
+            s.world.clock.collective(s.world_rank, slot)
         coll.leave(s, slot)
         return self._new(CommState(s.world, (s.ctx, seq, 'dup'),
                                    s.group, s.rank,

@@ -50,6 +50,8 @@ class RecvRequest(Request):
                 status.cancelled = True
             return None
         msg = recv.message
+        if recv.world.clock is not None:
+            recv.world.clock.receive(recv.rank, msg.record, msg.nbytes)
         if status is not None:
             status._fill(msg.source, msg.tag, msg.nbytes)
         if msg.kind != self._kind:
@@ -106,6 +108,8 @@ class PointToPoint:
                           len(payload) if kind == OBJECT else
                           payload.nbytes)
         rendezvous = sync or world.send_mode == 'rendezvous'
+        if world.clock is not None:
+            world.clock.send(record, s.group[dest], msg.nbytes, rendezvous)
         with world.lock:
             world.raise_if_broken(s.world_rank)
             send = p2p.post_send(world, s.ctx, s.group[dest], msg,

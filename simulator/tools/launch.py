@@ -9,6 +9,8 @@ unmodified script needs: ``mpi4py.MPI`` replaced by ``simulator.mpi``
 the script's code (:func:`load_code`).
 """
 import contextlib
+import functools
+import gc
 import importlib.machinery
 import importlib.util
 import os
@@ -18,14 +20,18 @@ import types
 
 from simulator import mpi
 from simulator.engine.actors import current
+from simulator.engine.clock import patch_time
 from simulator.engine.ranks import run_ranks
 from simulator.engine.world import World
+from simulator.mpi.timing import call_boundaries
 
 __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
+           'captured_streams',
            'simulated_mpi4py', 'load_code']
 
 
-def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None):
+def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None,
+        clock=None):
     """Run ``fn(comm)`` on ``size`` rank threads; return their results.
 
     ``comm`` is each rank's ``simulator.mpi.COMM_WORLD``. ``nodes`` sets the
@@ -36,9 +42,16 @@ def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None):
     first failure: a rank's own exception (with a note naming the rank) or
     the check that fired (DeadlockError, CollectiveMismatchError...).
     Messages still unreceived at the end raise UnmatchedMessageError.
+    ``clock``: a :class:`~simulator.engine.clock.VirtualTime` runs the
+    world in virtual time (read its ``summary()`` afterwards).
     """
     world = World(size, nodes, send_mode, seed)
-    return run_ranks(world, lambda ctx: fn(mpi.world_comm(ctx)), timeout)
+    main = lambda ctx: fn(mpi.world_comm(ctx))  # noqa: E731
+    if clock is None:
+        return run_ranks(world, main, timeout)
+    clock.attach(world)
+    with call_boundaries(), patch_time():
+        return run_ranks(world, main, timeout)
 
 
 class RankStream:
@@ -84,6 +97,57 @@ class RankStream:
         return getattr(self._stream, name)
 
 
+@contextlib.contextmanager
+def captured_streams(replacements):
+    """While inside, a stream the program captured before the run (a
+    function's default argument, a module global: Chainer's PrintReport
+    and ProgressBar take ``out=sys.stdout`` at import time) is replaced
+    by its entry in ``replacements`` ({stream: RankStream}), so their
+    lines get the rank prefix too."""
+    sys_dict = types.ModuleType.__dict__['__dict__'].__get__(sys)
+    module_dicts = {id(types.ModuleType.__dict__['__dict__'].__get__(m))
+                    for m in list(sys.modules.values())
+                    if isinstance(m, types.ModuleType)}
+    undo = []
+    for old, new in replacements.items():
+        for holder in gc.get_referrers(old):
+            if isinstance(holder, dict) and id(holder) in module_dicts:
+                if holder is sys_dict:
+                    continue        # sys.stdout is the launcher's business
+                for key, value in list(holder.items()):
+                    if value is old:
+                        holder[key] = new
+                        undo.append(functools.partial(
+                            holder.__setitem__, key, old))
+            elif isinstance(holder, (tuple, dict)):
+                # A function's __defaults__ / __kwdefaults__ holds it.
+                for function in gc.get_referrers(holder):
+                    if isinstance(function, types.FunctionType):
+                        for name in ('__defaults__', '__kwdefaults__'):
+                            if getattr(function, name) is holder:
+                                undo += _swap_in_defaults(function, name,
+                                                          old, new)
+    try:
+        yield
+    finally:
+        for fn in reversed(undo):
+            fn()
+
+
+def _swap_in_defaults(function, name, old, new):
+    values = getattr(function, name)
+    if isinstance(values, tuple) and any(v is old for v in values):
+        setattr(function, name, tuple(new if v is old else v
+                                      for v in values))
+    elif isinstance(values, dict) and any(v is old
+                                          for v in values.values()):
+        setattr(function, name, {k: new if v is old else v
+                                 for k, v in values.items()})
+    else:
+        return []
+    return [functools.partial(setattr, function, name, values)]
+
+
 class RankMainModule(types.ModuleType):
     """``sys.modules['__main__']`` that resolves names per rank.
 
@@ -97,6 +161,15 @@ class RankMainModule(types.ModuleType):
     def __init__(self, original):
         super().__init__('__main__')
         self._original = original
+
+    @property
+    def __dict__(self):
+        # The calling rank's namespace, as a process's __main__.__dict__
+        # (runpy-style launchers run the program in it).
+        namespace = getattr(current(), 'main_namespace', None)
+        if namespace is None:
+            return types.ModuleType.__dict__['__dict__'].__get__(self)
+        return namespace
 
     def __getattr__(self, name):
         ctx = current()

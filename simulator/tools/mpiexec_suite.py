@@ -10,22 +10,23 @@ What it arranges so that such a suite needs no change:
 
 - ``mpi4py.MPI`` is ``simulator.mpi`` from the start of the session, so a
   module-level ``COMM_WORLD`` resolves to the calling rank's world;
-- a ``unittest.TestCase`` test gets one instance per rank (its ``setUp``
-  stores per-rank state on ``self``);
-- NumPy's global RNG functions (``numpy.random.seed``, ``normal`` ...) act
-  on a per-rank RandomState inside a rank, as separate processes have one
-  each (tests seed it and expect every rank to draw the same numbers).
+- a test method gets one instance of its class per rank (a
+  ``unittest.TestCase`` is built afresh and runs its own ``setUp``; a plain
+  class's instance is copied after pytest's ``setup_method``), since tests
+  store per-rank state on ``self``;
+- every rank keeps its own process state (``sys.argv``, ``os.environ``,
+  NumPy's and Python's global generators...: see
+  :mod:`simulator.engine.process`), as separate processes do (tests seed
+  NumPy and expect every rank to draw the same numbers).
 
 ``--sim-suite-nodes`` spreads the ranks over simulated hosts,
 ``--sim-suite-timeout`` bounds one test (seconds).
 """
+import copy
 import functools
 import sys
 import unittest
 
-import numpy
-
-from simulator.engine.actors import current
 from simulator.tools import launch
 
 __all__ = ['run_on_ranks']
@@ -50,64 +51,14 @@ def pytest_configure(config):
     _saved['modules'] = {name: sys.modules.get(name)
                          for name in ('mpi4py', 'mpi4py.MPI')}
     launch.install_mpi4py()
-    _saved['random'] = _install_rank_local_numpy_random()
 
 
 def pytest_unconfigure(config):
-    for name, value in _saved.pop('random', {}).items():
-        setattr(numpy.random, name, value)
     for name, module in _saved.pop('modules', {}).items():
         if module is None:
             sys.modules.pop(name, None)
         else:
             sys.modules[name] = module
-
-
-def _rank_random():
-    context = current()
-    return None if context is None else context.random
-
-
-class _PerRankFunction:
-    """``numpy.random.<name>`` acting on the calling rank's RandomState;
-    ``__self__`` is that RandomState, as for the bound method it replaces
-    (Chainer's ShuffleOrderSampler takes ``numpy.random.random.__self__``).
-    Outside a rank it is the global one."""
-
-    def __init__(self, name, original, shared):
-        self._name = name
-        self._original = original
-        self._shared = shared
-        self.__name__ = name
-        self.__doc__ = original.__doc__
-
-    @property
-    def __self__(self):
-        state = _rank_random()
-        return self._shared if state is None else state
-
-    def __call__(self, *args, **kwargs):
-        if _rank_random() is None:
-            return self._original(*args, **kwargs)
-        return getattr(self.__self__, self._name)(*args, **kwargs)
-
-
-def _install_rank_local_numpy_random():
-    """Swap in per-rank functions; returns the replaced ones."""
-    shared = numpy.random.mtrand._rand
-    replaced = {}
-    for name in dir(shared):
-        if name.startswith('_'):
-            continue
-        original = getattr(numpy.random, name, None)
-        # The global-RandomState functions: its bound methods, and seed
-        # (a module function in NumPy >= 1.17).
-        if getattr(original, '__self__', None) is not shared and \
-                name != 'seed':
-            continue
-        replaced[name] = original
-        setattr(numpy.random, name, _PerRankFunction(name, original, shared))
-    return replaced
 
 
 def run_on_ranks(item, size, nodes=1, timeout=None):
@@ -121,6 +72,15 @@ def run_on_ranks(item, size, nodes=1, timeout=None):
             # One instance per rank, like one per process; debug() runs
             # setUp/test/tearDown and lets the exception through.
             case_class(method).debug()
+    elif getattr(item, 'instance', None) is not None:
+        instance, name = item.instance, item.obj.__name__
+        names = item._fixtureinfo.argnames
+
+        def body(comm):
+            # One instance per rank, like one per process: what one rank's
+            # test stores on self must not be what another rank reads.
+            method = getattr(copy.copy(instance), name)
+            method(**{arg: item.funcargs[arg] for arg in names})
     else:
         original = item._sim_original_runtest
 

@@ -13,6 +13,13 @@ runs
 - under ``mpiexec -n N python -m pytest -m mpi``: once per size <= N, on a
   communicator split from ``MPI.COMM_WORLD`` holding ranks ``0..size-1`` (the
   other ranks skip). Every rank runs the same tests in the same order.
+  Tests without the marker run once per process as they would without this
+  plugin; ``-m mpi`` leaves them out.
+
+In-process, the user's function-scoped fixtures that the test takes (those
+of its module and conftest files, not pytest's own) are built again on each
+rank thread, as each process builds its own under mpiexec: a ``model``
+fixture gives every rank its own model.
 
 ``nodes`` and ``send_mode`` only shape the simulated world; under mpiexec the
 real topology and Open MPI's own protocol apply. Tests that cannot run under
@@ -24,7 +31,9 @@ test every rank meets the others in a non-blocking barrier; a rank that
 failed waits for it at most ``--mpi-grace`` seconds and then aborts the job
 (after printing its traceback), and ``--mpi-timeout`` bounds every test.
 """
+import contextlib
 import faulthandler
+import inspect
 import os
 import sys
 import time
@@ -97,12 +106,12 @@ def _world_comm():
 def pytest_collection_modifyitems(config, items):
     if not _real_mode(config):
         return
-    # Under mpiexec only the mpi-marked tests run: the rest would just be
-    # repeated once per rank.
+    # Under mpiexec only what cannot run on real MPI is deselected; other
+    # tests run once per rank, as they would without this plugin installed
+    # (select the multi-rank ones with ``-m mpi``).
     keep, drop = [], []
     for item in items:
-        wanted = (item.get_closest_marker('mpi') is not None
-                  and item.get_closest_marker('simulator_only') is None)
+        wanted = item.get_closest_marker('simulator_only') is None
         (keep if wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -195,14 +204,72 @@ def _run_simulated(pyfuncitem, spec):
     from simulator.tools import launch
     test = pyfuncitem.obj
     args = _call_args(pyfuncitem)
+    rebuilt = _rank_fixtures(pyfuncitem)
 
     def body(comm):
-        test(**dict(args, mpi_comm=comm))
+        with _built_on_this_rank(pyfuncitem, rebuilt) as values:
+            test(**dict(args, **{name: values[name] for name in args
+                                 if name in values}, mpi_comm=comm))
 
     launch.run(body, spec.size, nodes=spec.nodes,
                   send_mode=spec.send_mode,
                   timeout=pyfuncitem.config.getoption('--sim-timeout'))
     return True
+
+
+def _rank_fixtures(pyfuncitem):
+    """The user's function-scoped fixtures this test uses, dependencies
+    first: each rank thread builds its own, as each process does under
+    mpiexec (pytest has built one already, in its own thread, which the
+    ranks do not see). Library fixtures (pytest's ``tmp_path``,
+    ``monkeypatch``...) and parametrized ones stay shared."""
+    from simulator.engine.libraries import is_library_file
+    defs = pyfuncitem._fixtureinfo.name2fixturedefs
+    order = []
+
+    def visit(name):
+        if name in order or name not in defs:
+            return
+        fixturedef = defs[name][-1]
+        code = getattr(fixturedef.func, '__code__', None)
+        if (fixturedef.scope != 'function' or fixturedef.params is not None
+                or code is None or is_library_file(code.co_filename)
+                or '.' in fixturedef.func.__qualname__.replace(
+                    '<locals>.', '')):     # a class's fixture: shared
+            return
+        for dependency in fixturedef.argnames:
+            visit(dependency)
+        order.append(name)
+
+    for name in pyfuncitem._fixtureinfo.argnames:
+        visit(name)
+    return [(name, defs[name][-1]) for name in order]
+
+
+@contextlib.contextmanager
+def _built_on_this_rank(pyfuncitem, rebuilt):
+    values = {}
+    teardowns = []
+    try:
+        for name, fixturedef in rebuilt:
+            kwargs = {}
+            for arg in fixturedef.argnames:
+                if arg in values:
+                    kwargs[arg] = values[arg]
+                elif arg == 'request':
+                    kwargs[arg] = pyfuncitem._request
+                else:
+                    kwargs[arg] = pyfuncitem._request.getfixturevalue(arg)
+            value = fixturedef.func(**kwargs)
+            if inspect.isgenerator(value):
+                teardowns.append(value)
+                value = next(value)
+            values[name] = value
+        yield values
+    finally:
+        for generator in reversed(teardowns):
+            for _ in generator:     # runs the code after its yield
+                pass
 
 
 def _run_real(pyfuncitem):

@@ -320,3 +320,104 @@ def test_chainermns_private_scatter_index_spelling():
         (0, 0, 4), (1, 4, 7), (2, 7, 10)]
     assert [(b, e) for _, b, e in scatter._scatter_index(10, 3, True)] == \
         scatter.index_ranges(10, 3, True)
+
+
+# -- python -m chainermn_lite.compat behaves like python (issue 14) ---------
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+_EXAMPLE = os.path.join(_ROOT, 'examples', 'process_state',
+                        'train_chainermn_style.py')
+
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=_ROOT, OMPI_ALLOW_RUN_AS_ROOT='1',
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1', OMP_NUM_THREADS='1',
+               PRTE_MCA_rmaps_default_mapping_policy=':oversubscribe',
+               OMPI_MCA_btl='^ofi', OMPI_MCA_mtl='^ofi')
+    for name in ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_RANK'):
+        env.pop(name, None)
+    return env
+
+
+def _run(command, cwd):
+    return subprocess.run(command, cwd=str(cwd), env=_env(),
+                          capture_output=True, text=True, timeout=180)
+
+
+def _payload(stdout):
+    """Lines from 'OUT' on, whatever rank prefix a launcher put first."""
+    return sorted(line[line.index('OUT'):] for line in stdout.splitlines()
+                  if 'OUT' in line)
+
+
+def _mpiexec():
+    import shutil
+    found = (shutil.which('mpiexec', path=os.path.dirname(sys.executable))
+             or shutil.which('mpiexec'))
+    if found is None:
+        pytest.skip('no mpiexec')
+    return found
+
+
+_LIKE_PYTHON = '''
+import pickle, sys
+import sibling
+class Local:
+    pass
+print('OUT path0', sys.path[0])
+print('OUT file', __file__, __name__, sys.argv)
+print('OUT sibling', sibling.__file__, sibling.hits())
+print('OUT pickle', type(pickle.loads(pickle.dumps(Local()))) is Local)
+'''
+
+
+@pytest.mark.parametrize('as_module', [False, True])
+def test_compat_runs_a_program_exactly_like_python(tmp_path, as_module):
+    folder = tmp_path / 'prog'
+    folder.mkdir()
+    (folder / 'main.py').write_text(_LIKE_PYTHON)
+    (folder / 'sibling.py').write_text(
+        'count = 0\ndef hits():\n    global count\n    count += 1\n'
+        '    return count\n')
+    target = ['-m', 'main'] if as_module else ['prog/main.py']
+    cwd = folder if as_module else tmp_path
+    python = _run([sys.executable] + target + ['a', '-b'], cwd)
+    compat = _run([sys.executable, '-m', 'chainermn_lite.compat'] + target +
+                  ['a', '-b'], cwd)
+    simulated = _run([sys.executable, '-m', 'simulator', '-n', '2', '-m',
+                      'chainermn_lite.compat'] + target + ['a', '-b'], cwd)
+    assert python.returncode == compat.returncode == 0, compat.stderr
+    assert simulated.returncode == 0, simulated.stderr
+    assert _payload(compat.stdout) == _payload(python.stdout)
+    assert _payload(simulated.stdout) == sorted(_payload(python.stdout) * 2)
+
+
+def test_process_state_example_prints_the_same_in_both_worlds(tmp_path):
+    args = [_EXAMPLE, '--epoch', '1']
+    real = _run([_mpiexec(), '-n', '3', sys.executable, '-m',
+                 'chainermn_lite.compat'] + args, tmp_path)
+    simulated = _run([sys.executable, '-m', 'simulator', '-n', '3', '-m',
+                      'chainermn_lite.compat'] + args, tmp_path)
+    assert real.returncode == 0, real.stderr
+    assert simulated.returncode == 0, simulated.stderr
+    assert len(_payload(real.stdout)) == 18
+    assert _payload(simulated.stdout) == _payload(real.stdout)
+
+
+@pytest.mark.parametrize('world', ['simulator', 'mpiexec'])
+def test_sys_exit_in_one_rank_ends_the_job_with_its_status(tmp_path, world):
+    import time
+    args = [_EXAMPLE, '--epoch', '50', '--exit-rank', '2',
+            '--exit-status', '3']
+    if world == 'mpiexec':
+        command = [_mpiexec(), '-n', '4', sys.executable]
+    else:
+        command = [sys.executable, '-m', 'simulator', '-n', '4']
+    done = _run(command + ['-m', 'chainermn_lite.compat'] + args, tmp_path)
+    ended = time.time()
+    assert done.returncode == 3, done.stderr
+    exits = [line for line in _payload(done.stdout) if 'exits at' in line]
+    assert len(exits) == 1 and exits[0].startswith('OUT rank=2 ')
+    assert ended - float(exits[0].split()[-1]) < 5, done.stderr
+    assert 'rank 2/4 exited with status 3' in done.stderr

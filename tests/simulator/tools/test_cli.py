@@ -123,3 +123,49 @@ def test_objects_of_script_defined_classes_can_be_sent(tmp_path):
     assert result.returncode == 0, result.stderr
     assert sorted(result.stdout.splitlines()) == [
         '[0] OUT 0 True 1 10 [0, 1]', '[1] OUT 1 True 0 11 [0, 1]']
+
+
+def test_streams_captured_before_the_run_are_rank_prefixed(tmp_path):
+    # Chainer's PrintReport / ProgressBar take out=sys.stdout when
+    # imported; a module global may hold it too.
+    (tmp_path / 'captures.py').write_text(
+        'import sys\n'
+        'HELD = sys.stdout\n'
+        'def report(text, out=sys.stdout):\n'
+        '    out.write(text + "\\n")\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
+    code = ('import sys, captures\n'
+            'from simulator.tools.cli import main\n'
+            'sys.exit(main(["-n", "2", "prog.py"]))\n')
+    (tmp_path / 'prog.py').write_text(
+        'import captures\n'
+        'captures.report("by default")\n'
+        'captures.HELD.write("held\\n")\n')
+    result = subprocess.run([sys.executable, '-c', code], cwd=str(tmp_path),
+                            env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        '[0] by default', '[0] held', '[1] by default', '[1] held']
+
+
+@pytest.mark.parametrize('private', [True, False])
+def test_private_module_option_runs_a_library_once_per_rank(tmp_path,
+                                                            private):
+    options = ['-n', '2'] + (['--private-module', 'colorsys']
+                             if private else [])
+    result = _launch(tmp_path, (
+        'import colorsys\n'
+        'from mpi4py import MPI\n'
+        'c = MPI.COMM_WORLD\n'
+        'c.Barrier()\n'
+        'colorsys.mark = c.Get_rank()\n'
+        'c.Barrier()\n'
+        'print("mark", colorsys.mark == c.Get_rank())\n'), *options)
+    assert result.returncode == 0, result.stderr
+    marks = sorted(result.stdout.splitlines())
+    if private:
+        assert marks == ['[0] mark True', '[1] mark True']
+    else:   # one shared module: the last writer wins for both
+        assert marks.count('[0] mark True') + marks.count(
+            '[1] mark True') == 1

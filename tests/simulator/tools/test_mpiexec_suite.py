@@ -33,6 +33,18 @@ class TestPerRankInstance(unittest.TestCase):
         assert world.allgather(self.rank) == [0, 1, 2]
 
 
+class TestPlainClassInstancePerRank:
+
+    def setup_method(self):
+        self.started = True
+
+    def test_state_on_self_is_the_ranks_own(self):
+        assert self.started
+        self.rank = world.Get_rank()
+        world.Barrier()         # every rank has written self.rank
+        assert world.allgather(self.rank) == [0, 1, 2]
+
+
 def test_chainer_shuffle_takes_the_rank_random_state():
     numpy.random.seed(7)
     state = numpy.random.random.__self__
@@ -58,7 +70,7 @@ def test_suite_runs_on_every_rank(pytester):
     result = pytester.runpytest_subprocess(
         '-p', 'no:xdist', '-p', 'simulator.tools.mpiexec_suite',
         '--sim-suite-np', '3', '-v')
-    result.assert_outcomes(passed=4, failed=1, skipped=1)
+    result.assert_outcomes(passed=5, failed=1, skipped=1)
     result.stdout.fnmatch_lines(['*raised in rank 1 of 3*'])
 
 

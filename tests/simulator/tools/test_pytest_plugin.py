@@ -75,8 +75,55 @@ def test_real_mode_skips_sizes_beyond_the_world(pytester):
     pytester.makepyfile(_MULTI_RANK_TESTS)
     # A subprocess: MPI may be initialised only once per process.
     result = pytester.runpytest_subprocess('-p', 'no:xdist', '--mpi', '-rs')
-    # Under one real process only the size-1 case runs; larger sizes are
-    # reported as skips, simulator-only and unmarked tests are deselected.
-    result.assert_outcomes(passed=1, skipped=3, deselected=2)
+    # Under one real process the size-1 case runs; larger sizes are
+    # reported as skips, the simulator-only test is deselected, and the
+    # unmarked test runs as it would without the plugin.
+    result.assert_outcomes(passed=2, skipped=3, deselected=1)
     result.stdout.fnmatch_lines(['*needs 2 ranks; mpiexec started 1*',
                                  '*needs 3 ranks; mpiexec started 1*'])
+
+
+def test_real_mode_with_marker_selection_runs_only_multi_rank_tests(
+        pytester):
+    pytest.importorskip('mpi4py')
+    pytester.makepyfile(_MULTI_RANK_TESTS)
+    result = pytester.runpytest_subprocess('-p', 'no:xdist', '--mpi',
+                                           '-m', 'mpi')
+    result.assert_outcomes(passed=1, skipped=3, deselected=2)
+
+
+def test_user_fixtures_are_built_once_per_rank(pytester):
+    pytester.makeconftest("""
+        import pytest
+
+        TORN_DOWN = []
+
+        @pytest.fixture
+        def box():
+            return []
+
+        @pytest.fixture
+        def labelled(box, tmp_path):
+            box.append('made')
+            yield box
+            TORN_DOWN.append(len(box))
+        """)
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.mpi(sizes=(3,))
+        def test_own_box(mpi_comm, labelled, box, tmp_path):
+            assert labelled is box and box == ['made']
+            box.append(mpi_comm.Get_rank())
+            mpi_comm.Barrier()          # every rank has appended to its box
+            assert box == ['made', mpi_comm.Get_rank()]
+            # pytest's own fixtures stay one object, as a shared folder
+            paths = mpi_comm.allgather(str(tmp_path))
+            assert len(set(paths)) == 1
+
+        def test_teardown_ran_per_rank():
+            import conftest
+            assert sorted(conftest.TORN_DOWN) == [1, 2, 2, 2]
+        """)
+    result = pytester.runpytest('-p', 'no:xdist', '-p', 'no:randomly')
+    result.assert_outcomes(passed=2)

@@ -1,0 +1,148 @@
+"""Virtual time's predictions beside mpiexec measurements, in one run.
+
+    python benchmarks/bench_prediction.py [--machine FILE] [--repeat N]
+
+Calibrates this machine first (``python -m simulator.calibrate``) unless
+``--machine`` names a description, then for each case runs, in turns,
+the real program under ``mpiexec -n 2`` and the same program under
+``python -m simulator -n 2 --machine FILE``, and reads the time the
+program reports itself (so the prediction is whatever its own clock
+read in virtual time):
+
+- ``examples/mnist/train_mnist.py --epoch 2``: Chainer's elapsed_time;
+- ``examples/model_parallel/train_mlp.py --epoch 2``: elapsed_time;
+- ``benchmarks/_prediction_kernels.py``: 50 Allreduce of 4 MiB and 50
+  8-byte round trips, timed with ``MPI.Wtime``.
+
+Also printed: what virtual time adds to the simulator's own run time
+(the same case without ``--virtual-time``), and the spread of the
+predictions over the repeats. Figures are medians over ``--repeat``
+runs; the load average is printed with them, since a shared machine's
+measurements move with it.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+__all__ = ['main']
+
+_ELAPSED = re.compile(r'^(?:\[\d+\] )?(?:\x1b\[J)?\d+\s.*?([\d.]+)\s*$')
+
+CASES = [
+    ('mnist 2 ranks 2 epochs', 'elapsed',
+     ['examples/mnist/train_mnist.py', '--epoch', '2', '--no-progress']),
+    ('model-parallel MLP 2 ranks 2 epochs', 'elapsed',
+     ['examples/model_parallel/train_mlp.py', '--epoch', '2']),
+    ('50 Allreduce 4 MiB', 'allreduce',
+     ['benchmarks/_prediction_kernels.py']),
+    ('50 round trips 8 B', 'roundtrip',
+     ['benchmarks/_prediction_kernels.py']),
+]
+
+
+def _env():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.setdefault('OMPI_ALLOW_RUN_AS_ROOT', '1')
+    env.setdefault('OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1')
+    return env
+
+
+def _run(command):
+    """(stdout, wall seconds) of a command run in the repository."""
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=_env(),
+                          capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - start
+    if done.returncode:
+        raise SystemExit('failed ({}): {}\n{}{}'.format(
+            done.returncode, ' '.join(command), done.stdout[-2000:],
+            done.stderr[-2000:]))
+    return done.stdout, wall
+
+
+def _figure(stdout, kind):
+    """The program's own time: the last elapsed_time, or a kernel's."""
+    if kind == 'elapsed':
+        found = [float(m.group(1)) for m in map(_ELAPSED.match,
+                                                 stdout.splitlines()) if m]
+        if not found:
+            raise SystemExit('no elapsed_time in:\n' + stdout[-2000:])
+        return found[-1]
+    for line in stdout.splitlines():
+        if 'KERNELS ' in line:
+            return json.loads(line.split('KERNELS ', 1)[1])[kind]
+    raise SystemExit('no KERNELS line in:\n' + stdout[-2000:])
+
+
+def _calibrate(path):
+    _run([sys.executable, '-m', 'simulator.calibrate', '-o', path])
+    with open(path) as f:
+        return f.read()
+
+
+def main(argv=None):
+    """Print predicted vs measured, overhead and spread."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--machine', default=None)
+    parser.add_argument('--repeat', type=int, default=2)
+    options = parser.parse_args(argv)
+    machine = options.machine
+    if machine is None:
+        machine = os.path.join(tempfile.mkdtemp(), 'calibrated.toml')
+        text = _calibrate(machine)
+        print('calibrated ({}):\n  {}'.format(machine, '\n  '.join(
+            x for x in text.splitlines() if '=' in x)))
+    load_before = os.getloadavg()[0]
+    rows = []
+    runs = {}
+    for name, kind, script in CASES:
+        key = tuple(script)
+        if key not in runs:
+            measured, predicted, sim_plain, sim_virtual = [], [], [], []
+            for _ in range(options.repeat):
+                out, _ = _run(['mpiexec', '-n', '2', sys.executable] +
+                              script)
+                measured.append(out)
+                out, wall = _run([sys.executable, '-m', 'simulator', '-n',
+                                  '2', '--machine', machine] + script)
+                predicted.append(out)
+                sim_virtual.append(wall)
+                _, wall = _run([sys.executable, '-m', 'simulator', '-n',
+                                '2'] + script)
+                sim_plain.append(wall)
+            runs[key] = (measured, predicted, sim_plain, sim_virtual)
+        measured, predicted, sim_plain, sim_virtual = runs[key]
+        m = [_figure(out, kind) for out in measured]
+        p = [_figure(out, kind) for out in predicted]
+        pm, mm = statistics.median(p), statistics.median(m)
+        rows.append((name, pm, mm, pm / mm,
+                     (max(p) - min(p)) / pm if pm else 0.0,
+                     statistics.median(sim_virtual) /
+                     statistics.median(sim_plain) - 1))
+    print('\nload average {:.1f} before, {:.1f} after (2 cores)'.format(
+        load_before, os.getloadavg()[0]))
+    print('{:<38} {:>11} {:>11} {:>7} {:>7} {:>9} {:>9}'.format(
+        'case (2 ranks)', 'predicted', 'measured', 'ratio', 'goal',
+        'spread', 'VT cost'))
+    for name, pm, mm, ratio, spread, cost in rows:
+        print('{:<38} {:>10.4f}s {:>10.4f}s {:>7.2f} {:>7} {:>8.1f}% '
+              '{:>8.0f}%'.format(name, pm, mm, ratio, '0.8-1.25',
+                                 spread * 100, cost * 100))
+    print('(spread: (max - min) / median of the predictions over {} '
+          'runs, goal <= 5%; VT cost: simulator run time with virtual '
+          'time over without, goal <= 30%; the kernels share one run)'
+          .format(options.repeat))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

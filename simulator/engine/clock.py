@@ -1,0 +1,370 @@
+"""Virtual time: one clock per rank, advanced by compute and a network model.
+
+With virtual time on (``world.clock`` is a :class:`VirtualTime`), every
+rank carries a clock that reads what the program would measure on the
+described machine (:class:`~simulator.engine.netmodel.Machine`):
+
+- computation between two MPI calls advances it by the CPU time the
+  thread spent (``time.thread_time``: ranks sharing cores do not slow each
+  other's clocks) times ``compute_scale`` (and times the oversubscription
+  when a node of the machine has more ranks than cores);
+- a receive completes no earlier than its message arrives (sent at the
+  sender's clock, plus the link's latency and size / bandwidth); a
+  collective starts when its last rank arrives and lasts what its
+  algorithm costs; time spent waiting for a later peer counts as waiting,
+  the transfer itself as communication.
+
+The facade marks where each MPI call starts and ends (:meth:`enter`,
+:meth:`leave`), stamps the calls' records (:meth:`stamp`) and reports
+completions (:meth:`receive`, :meth:`collective`); inside a rank the time
+functions read :meth:`read` (:func:`patch_time`). Nothing here runs while
+virtual time is off.
+"""
+import contextlib
+import sys
+import threading
+import time
+
+import numpy as np
+
+__all__ = ['VirtualTime', 'RankClock', 'patch_time', 'payload_bytes']
+
+_thread_time = time.thread_time
+# The functions a rank's program reads its time from, and the real ones.
+_TIME_FUNCTIONS = ('time', 'perf_counter', 'monotonic')
+_REAL = {name: getattr(time, name) for name in _TIME_FUNCTIONS}
+_REAL_NS = {name + '_ns': getattr(time, name + '_ns')
+            for name in _TIME_FUNCTIONS}
+
+# Families whose byte count is the gathered total, not one rank's share.
+_SUMMED = ('allgather', 'gather')
+
+
+class RankClock:
+    """A rank's virtual clock and where its time went (seconds)."""
+
+    __slots__ = ('now', 'compute', 'comm', 'wait', 'calls')
+
+    def __init__(self):
+        self.now = 0.0
+        self.compute = 0.0
+        self.comm = 0.0
+        self.wait = 0.0
+        self.calls = 0
+
+    def advance_to(self, ready, transfer):
+        """Move to ``ready`` (if later): up to ``transfer`` seconds of it
+        is communication, the rest waiting for a late peer."""
+        delta = ready - self.now
+        if delta > 0:
+            comm = min(delta, transfer)
+            self.comm += comm
+            self.wait += delta - comm
+            self.now = ready
+
+
+class _Thread(threading.local):
+    """Per-thread bookkeeping: call depth, CPU mark, the current span."""
+
+    def __init__(self):
+        self.depth = 0
+        self.mark = _thread_time()
+        self.started = None     # virtual time the current call/compute began
+        self.op = None
+        self.args = None
+
+
+def payload_bytes(arg):
+    """Bytes of one rank's contribution to a collective."""
+    if arg is None:
+        return 0
+    if isinstance(arg, (bytes, bytearray)):
+        return len(arg)
+    if isinstance(arg, np.ndarray):
+        return arg.nbytes
+    if isinstance(arg, tuple):
+        return payload_bytes(arg[0]) if arg else 0
+    if isinstance(arg, list):
+        return sum(payload_bytes(a) for a in arg)
+    data = getattr(arg, 'data', None)
+    return data.nbytes if isinstance(data, np.ndarray) else 0
+
+
+class VirtualTime:
+    """The clocks of one run on ``machine``; attach to a world with
+    :meth:`attach` (``simulator.run(..., clock=VirtualTime(...))``).
+
+    ``compute_scale`` (None: the machine's) multiplies measured compute;
+    ``timeline`` keeps Trace Event spans for :mod:`simulator.tools.
+    timeline`.
+    """
+
+    def __init__(self, machine, compute_scale=None, timeline=False):
+        self.machine = machine
+        self.compute_scale = machine.compute_scale if compute_scale is None \
+            else float(compute_scale)
+        if self.compute_scale <= 0:
+            raise ValueError('compute_scale must be positive, got '
+                             '{!r}'.format(compute_scale))
+        self.events = [] if timeline else None
+        self.world = None
+        self.clocks = []
+        self._local = _Thread()
+        self._collectives = {}
+        self._bases = {}
+
+    def attach(self, world):
+        """Give ``world`` its clocks (before its ranks start)."""
+        self.world = world
+        world.clock = self
+        self.clocks = [RankClock() for _ in range(world.size)]
+        per_node = {}
+        for node in world.node_of:
+            per_node[node] = per_node.get(node, 0) + 1
+        cores = self.machine.cores_per_node
+        # Ranks beyond the node's cores share them: compute stretches.
+        self._scale = [self.compute_scale * max(
+            1.0, per_node[n] / cores if cores else 1.0)
+            for n in world.node_of]
+        self._bases = {name: real() for name, real in _REAL.items()}
+
+    # -- threads and call boundaries (calling thread) -------------------
+    def thread_started(self, rank):
+        """A thread of ``rank`` starts running the rank's code."""
+        st = self._local
+        st.depth = 0
+        st.mark = _thread_time()
+        st.started = self.clocks[rank].now
+
+    def thread_ended(self, rank):
+        """The thread's last compute counts."""
+        if self._local.depth == 0:
+            self._commit(rank)
+            self._span_compute(rank)
+
+    def _commit(self, rank):
+        st = self._local
+        t = _thread_time()
+        delta = (t - st.mark) * self._scale[rank]
+        st.mark = t
+        if delta > 0:
+            clock = self.clocks[rank]
+            clock.now += delta
+            clock.compute += delta
+
+    def _span_compute(self, rank):
+        st = self._local
+        now = self.clocks[rank].now
+        if self.events is not None and st.started is not None and \
+                now > st.started:
+            self.events.append(('compute', rank, st.started, now, None))
+        st.started = now
+
+    def enter(self, rank, op):
+        """The calling thread of ``rank`` enters MPI call ``op``."""
+        st = self._local
+        st.depth += 1
+        if st.depth == 1:
+            self._commit(rank)
+            self._span_compute(rank)
+            st.op = op
+            st.args = {} if self.events is not None else None
+            self.clocks[rank].calls += 1
+
+    def leave(self, rank):
+        """The calling thread leaves the MPI call it entered."""
+        st = self._local
+        st.depth -= 1
+        if st.depth == 0:
+            now = self.clocks[rank].now
+            if self.events is not None:
+                self.events.append((st.op, rank, st.started, now, st.args))
+            st.started = now
+            st.mark = _thread_time()
+
+    def note(self, **args):
+        """Add ``args`` (peer, tag, bytes...) to the current call's span."""
+        extra = self._local.args
+        if extra is not None:
+            extra.update(args)
+
+    def read(self, rank):
+        """The rank's virtual seconds, or None inside an MPI call (the
+        simulator's own code keeps real time)."""
+        if self._local.depth:
+            return None
+        self._commit(rank)
+        return self.clocks[rank].now
+
+    # -- messages and collectives ---------------------------------------
+    def stamp(self, record):
+        """Note on ``record`` the virtual time its call started."""
+        record.time = self.clocks[record.rank].now
+
+    def send(self, record, dest, nbytes, sync):
+        """``record``'s rank sends ``nbytes`` to world rank ``dest``: an
+        eager send costs the sender the injection (size / bandwidth), a
+        synchronous one lasts until the data arrives."""
+        self.stamp(record)
+        link = self._link(record.rank, dest)
+        cost = link.time(nbytes) if sync else nbytes / link.bandwidth
+        clock = self.clocks[record.rank]
+        clock.now += cost
+        clock.comm += cost
+        if self.events is not None:
+            self.note(peer=dest, tag=record.tag, bytes=nbytes,
+                      comm=record.comm, flow_out=id(record))
+
+    def receive(self, rank, send_record, nbytes):
+        """``rank`` completes a receive of the message ``send_record``
+        sent: it cannot end before the message arrives."""
+        if send_record is None or send_record.time is None:
+            return
+        transfer = self._link(send_record.rank, rank).time(nbytes)
+        self.clocks[rank].advance_to(send_record.time + transfer, transfer)
+        if self.events is not None:
+            self.note(peer=send_record.rank, tag=send_record.tag,
+                      bytes=nbytes, comm=send_record.comm,
+                      flow_in=id(send_record), sent=send_record.time)
+
+    def collective(self, rank, slot):
+        """``rank`` completes collective ``slot`` (every rank arrived): it
+        started when the last rank arrived and lasts its algorithm's
+        cost."""
+        key = slot.key
+        cached = self._collectives.get(key)
+        if cached is None:
+            cached = self._collectives[key] = self._cost(slot) + [0]
+        start, cost, algorithm, nbytes, seen = cached
+        cached[4] = seen + 1
+        if cached[4] >= slot.size:
+            self._collectives.pop(key, None)
+        self.clocks[rank].advance_to(start + cost, cost)
+        if self.events is not None:
+            self.note(comm=slot.comm_name, bytes=nbytes, ranks=slot.size,
+                      algorithm=algorithm)
+
+    def _cost(self, slot):
+        times = [c.time for c in slot.calls if c is not None and
+                 c.time is not None]
+        start = max(times) if times else 0.0
+        sizes = [payload_bytes(a) for a in slot.args]
+        family = slot.op.lower()
+        nbytes = sum(sizes) if family.lstrip('i') in _SUMMED or \
+            family.rstrip('v') in _SUMMED else max(sizes, default=0)
+        nodes = {self.world.node_of[m] for m in slot.members}
+        link = self.machine.links['intra' if len(nodes) == 1 else 'inter']
+        cost, algorithm = self.machine.collective_time(
+            slot.op, slot.size, nbytes, link)
+        return [start, cost, algorithm, nbytes]
+
+    def _link(self, a, b):
+        node_of = self.world.node_of
+        return self.machine.link(node_of[a], node_of[b])
+
+    # -- results ---------------------------------------------------------
+    def slowest(self):
+        """The world rank whose clock reads the most."""
+        return max(range(len(self.clocks)), key=lambda r: self.clocks[r].now)
+
+    def summary(self):
+        """The end-of-run line for the slowest rank and a per-rank
+        table."""
+        if not self.clocks:
+            return 'virtual time: no ranks ran'
+        c = self.clocks[self.slowest()]
+        lines = ['virtual time: {:.6f} s (compute {:.6f}, communication '
+                 '{:.6f}, waiting {:.6f}) on {}'.format(
+                     c.now, c.compute, c.comm, c.wait, self.machine.name)]
+        lines.append('{:>6} {:>12} {:>12} {:>14} {:>12} {:>7}'.format(
+            'rank', 'total s', 'compute s', 'communication', 'waiting s',
+            'calls'))
+        for r, c in enumerate(self.clocks):
+            lines.append('{:>6} {:>12.6f} {:>12.6f} {:>14.6f} {:>12.6f} '
+                         '{:>7}'.format(r, c.now, c.compute, c.comm, c.wait,
+                                        c.calls))
+        return '\n'.join(lines)
+
+    def base(self, name):
+        """The real reading of time function ``name`` at time zero."""
+        return self._bases[name]
+
+
+# -- time functions inside ranks ------------------------------------------
+_patch_lock = threading.Lock()
+_patched = 0
+_rebound = []           # (module dict, name, real function)
+
+
+def _virtual_function(name, real, ns):
+    from simulator.engine.actors import current
+
+    def virtual():
+        ctx = current()
+        if ctx is not None:
+            vt = ctx.world.clock
+            if vt is not None:
+                seconds = vt.read(ctx.rank)
+                if seconds is not None:
+                    value = vt.base(name) + seconds
+                    return int(value * 1e9) if ns else value
+        return real()
+    virtual.__name__ = real.__name__
+    virtual.__doc__ = real.__doc__
+    virtual.simulator_virtual = True
+    return virtual
+
+
+def _rebinding_candidates():
+    # Libraries keep references they took at import time (Chainer's
+    # trainer: ``_get_time = time.perf_counter``). The standard library's
+    # own (threading's timeouts, queue) must stay real: a blocked rank
+    # spends no CPU, so a virtual deadline would never come.
+    stdlib = sys.stdlib_module_names
+    for name, module in list(sys.modules.items()):
+        if module is None or name.partition('.')[0] in stdlib or \
+                name.startswith('simulator') or name.startswith('_'):
+            continue
+        namespace = getattr(module, '__dict__', None)
+        if isinstance(namespace, dict):
+            yield namespace
+
+
+@contextlib.contextmanager
+def patch_time():
+    """While inside, ``time.time/perf_counter/monotonic`` (and their
+    ``_ns`` forms) read the calling rank's virtual clock in ranks whose
+    world has one, and real time everywhere else."""
+    global _patched
+    with _patch_lock:
+        _patched += 1
+        if _patched == 1:
+            table = {}
+            for name, real in list(_REAL.items()) + list(_REAL_NS.items()):
+                base = name[:-3] if name.endswith('_ns') else name
+                virtual = _virtual_function(base, real,
+                                            name.endswith('_ns'))
+                table[id(real)] = (real, virtual)
+                setattr(time, name, virtual)
+            for namespace in _rebinding_candidates():
+                for key, value in list(namespace.items()):
+                    # By identity: module globals may hash or compare
+                    # oddly (a rank-local COMM_WORLD raises outside ranks).
+                    found = table.get(id(value))
+                    if found is not None and found[0] is value:
+                        namespace[key] = found[1]
+                        _rebound.append((namespace, key, value))
+    try:
+        yield
+    finally:
+        with _patch_lock:
+            _patched -= 1
+            if _patched == 0:
+                for name, real in list(_REAL.items()) + \
+                        list(_REAL_NS.items()):
+                    setattr(time, name, real)
+                for namespace, key, real in _rebound:
+                    if getattr(namespace.get(key), 'simulator_virtual',
+                               False):
+                        namespace[key] = real
+                del _rebound[:]

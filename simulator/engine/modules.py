@@ -1,0 +1,202 @@
+"""Per-rank copies of the user's modules: module globals are per process.
+
+While a world runs, a module that a rank imports for the first time and
+that is the user's own (its source file is not library code, see
+:mod:`simulator.engine.libraries`; or its name was given to
+:func:`register_private_module`) is executed once per rank: its globals
+(counters, caches, registries) belong to that rank, as with processes.
+Libraries (NumPy, Chainer, mpi4py...) stay shared.
+
+``sys.modules`` holds one :class:`RankModule` for such a module; it
+answers every attribute from the calling rank's copy, executing that copy
+on the rank's first import or first use. Classes defined there keep
+pickling between ranks: pickle looks ``module.Class`` up through the
+proxy, so the sender and the receiver each find their own copy, as
+separate processes would. Modules imported before the run, outside any
+rank, stay shared (they were not imported by the program's ranks).
+"""
+import importlib.util
+import os
+import sys
+import sysconfig
+import threading
+import types
+
+from simulator.engine.libraries import is_library_file
+from simulator.engine.process import process_state
+
+__all__ = ['RankModule', 'private_modules', 'register_private_module']
+
+_lock = threading.Lock()
+_depth = 0
+_forced = set()
+_outside = {}           # copies used outside any rank (after a run...)
+_busy = threading.local()
+_INSTALLED = tuple(sorted({os.path.join(os.path.abspath(p), '') for p in (
+    sysconfig.get_paths()[k] for k in ('stdlib', 'platstdlib', 'purelib',
+                                       'platlib')) if p}))
+# Set on the proxy itself and shared by every rank: what the import
+# system reads (a package's __path__) and writes while loading.
+_SHARED = frozenset(('__name__', '__loader__', '__package__', '__path__',
+                     '__file__', '__cached__', '__doc__'))
+
+
+def register_private_module(name):
+    """Execute module (or package) ``name`` once per rank while worlds
+    run, even if it is installed as a library (``--private-module``)."""
+    _forced.add(name)
+
+
+def _forced_name(name):
+    return any(name == f or name.startswith(f + '.') for f in _forced)
+
+
+def _module_dict(module):
+    return types.ModuleType.__dict__['__dict__'].__get__(module)
+
+
+class RankModule(types.ModuleType):
+    """``sys.modules[name]`` for a per-rank module: attributes resolve in
+    the calling rank's copy."""
+
+    def __init__(self, name, spec):
+        super().__init__(name)
+        own = _module_dict(self)
+        del own['__spec__']         # served per rank (see __getattr__)
+        own['_RankModule__spec'] = spec
+
+    def _copy(self):
+        """The calling rank's copy of the module, executed on first use."""
+        state = process_state()
+        copies = _outside if state is None else state.modules
+        name = _module_dict(self)['__name__']
+        module = copies.get(name)
+        if module is None:
+            spec = _module_dict(self)['_RankModule__spec']
+            module = importlib.util.module_from_spec(spec)
+            copies[name] = module       # first, for circular imports
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del copies[name]
+                raise
+        return module
+
+    @property
+    def __dict__(self):
+        return _module_dict(self._copy())
+
+    def __getattr__(self, name):
+        if name.startswith('__') and not _module_dict(self).get(
+                '_RankModule__loading'):
+            # The import system probing a module it has not run yet.
+            raise AttributeError(name)
+        # Every `import name` asks for __spec__: the rank's first import
+        # executes its copy then, as a process's first import would.
+        module = self._copy()
+        try:
+            return getattr(module, name)
+        except AttributeError:
+            child = sys.modules.get('{}.{}'.format(
+                _module_dict(self)['__name__'], name))
+            if isinstance(child, RankModule):
+                return child        # imported by another rank's copy
+            raise
+
+    def __setattr__(self, name, value):
+        if name in _SHARED:
+            _module_dict(self)[name] = value
+        elif name != '__spec__':        # each copy keeps its own spec
+            setattr(self._copy(), name, value)
+
+    def __delattr__(self, name):
+        delattr(self._copy(), name)
+
+    def __repr__(self):
+        return '<per-rank module {!r}>'.format(
+            _module_dict(self)['__name__'])
+
+
+class _Loader:
+    def __init__(self, spec):
+        self._spec = spec
+
+    def create_module(self, spec):
+        return RankModule(spec.name, self._spec)
+
+    def exec_module(self, module):
+        _module_dict(module)['_RankModule__loading'] = True
+        module._copy()
+
+    def __getattr__(self, name):
+        # get_code, get_source...: runpy-style launchers ask for them.
+        return getattr(self._spec.loader, name)
+
+
+class _Finder:
+    """First on ``sys.meta_path`` while worlds run: a user module imported
+    in a rank becomes a :class:`RankModule`."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if process_state() is None or getattr(_busy, 'on', False):
+            return None
+        _busy.on = True     # is_library_file may import (sysconfig...)
+        try:
+            return self._find_spec(fullname, path, target)
+        finally:
+            _busy.on = False
+
+    def _find_spec(self, fullname, path, target):
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, 'find_spec'):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        origin = spec.origin
+        if not (spec.has_location and isinstance(origin, str)
+                and origin.endswith('.py')) or spec.loader is None:
+            return spec
+        if _forced_name(fullname):
+            pass
+        elif origin.startswith(_INSTALLED) or is_library_file(origin):
+            # (_INSTALLED first: computing library_dirs imports from the
+            # standard library, and must not come back here.)
+            return spec
+        proxy = importlib.util.spec_from_loader(
+            fullname, _Loader(spec), origin=origin,
+            is_package=spec.submodule_search_locations is not None)
+        if spec.submodule_search_locations is not None:
+            proxy.submodule_search_locations = list(
+                spec.submodule_search_locations)
+        proxy.has_location = True
+        proxy.cached = spec.cached
+        return proxy
+
+
+class private_modules:    # noqa: N801 -- used like contextlib's helpers
+    """While inside (nestable), the user's modules imported by ranks are
+    per rank."""
+
+    _finder = None
+
+    def __enter__(self):
+        global _depth
+        with _lock:
+            _depth += 1
+            if _depth == 1:
+                private_modules._finder = _Finder()
+                sys.meta_path.insert(0, private_modules._finder)
+        return self
+
+    def __exit__(self, *exc):
+        global _depth
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                sys.meta_path.remove(private_modules._finder)
+                private_modules._finder = None
+                _outside.clear()
+        return False

@@ -1,0 +1,263 @@
+"""The network model: how long a message or a collective takes.
+
+A :class:`Machine` describes a cluster the way the model needs it: link
+classes (``intra``: between ranks of one node, ``inter``: between nodes),
+each with a latency (seconds) and a bandwidth (bytes per second), how many
+ranks run on a node and how many cores a node has. Time follows the
+latency-bandwidth (Hockney) model: a message of ``n`` bytes takes
+``latency + n / bandwidth``. A collective costs what the algorithm an MPI
+library would pick for it costs in that model (the formulas of Thakur,
+Rabenseifner and Gropp, "Optimization of Collective Communication
+Operations in MPICH", IJHPCA 2005); :meth:`Machine.collective_time` names
+the algorithm it charged.
+
+Descriptions are TOML or JSON files (:func:`load_machine`); the shipped
+ones live in ``simulator/machines/``.
+"""
+import json
+import math
+import os
+
+try:
+    import tomllib
+except ImportError:         # Python 3.10: JSON descriptions only
+    tomllib = None
+
+__all__ = ['Link', 'Machine', 'load_machine', 'machine_path',
+           'ALGORITHMS', 'DEFAULT_MACHINE']
+
+_MACHINES = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'machines')
+DEFAULT_MACHINE = 'shared_memory'
+
+# Algorithms per collective family; the first is the small-message choice,
+# the second the large-message one (see _AUTO_SWITCH_BYTES).
+ALGORITHMS = {
+    'allreduce': ('recursive_doubling', 'ring'),
+    'bcast': ('binomial', 'scatter_allgather'),
+    'reduce': ('binomial', 'reduce_scatter_gather'),
+    'allgather': ('recursive_doubling', 'ring'),
+    'gather': ('binomial',),
+    'scatter': ('binomial',),
+    'alltoall': ('pairwise',),
+    'reduce_scatter': ('ring',),
+    'barrier': ('dissemination',),
+    'scan': ('recursive_doubling',),
+}
+# MPICH's and Open MPI's tuned defaults switch to bandwidth-optimal
+# algorithms around a few tens of KiB.
+_AUTO_SWITCH_BYTES = 64 * 1024
+
+# Collective op name (mpi4py spelling, any case) -> family.
+_FAMILY = {
+    'allreduce': 'allreduce', 'iallreduce': 'allreduce',
+    'bcast': 'bcast', 'ibcast': 'bcast',
+    'reduce': 'reduce',
+    'allgather': 'allgather', 'allgatherv': 'allgather',
+    'gather': 'gather', 'gatherv': 'gather',
+    'scatter': 'scatter', 'scatterv': 'scatter',
+    'alltoall': 'alltoall', 'alltoallv': 'alltoall',
+    'reduce_scatter': 'reduce_scatter',
+    'reduce_scatter_block': 'reduce_scatter',
+    'barrier': 'barrier', 'ibarrier': 'barrier',
+    'scan': 'scan', 'exscan': 'scan',
+    # Making a communicator agrees on (color, key) among all members.
+    'split': 'allgather', 'split_type': 'allgather', 'dup': 'allgather',
+}
+
+
+class Link:
+    """A link class: ``latency`` seconds, ``bandwidth`` bytes/second."""
+
+    __slots__ = ('name', 'latency', 'bandwidth')
+
+    def __init__(self, name, latency, bandwidth):
+        for what, value in (('latency', latency), ('bandwidth', bandwidth)):
+            if not isinstance(value, (int, float)) or value < 0 or (
+                    what == 'bandwidth' and value == 0):
+                raise ValueError('link {!r}: {} must be a {} number, got '
+                                 '{!r}'.format(name, what, 'positive'
+                                               if what == 'bandwidth'
+                                               else 'non-negative', value))
+        self.name = name
+        self.latency = float(latency)
+        self.bandwidth = float(bandwidth)
+
+    def time(self, nbytes):
+        """Seconds for one message of ``nbytes`` bytes."""
+        return self.latency + nbytes / self.bandwidth
+
+    def __repr__(self):
+        return '<Link {} {:.3g} s, {:.3g} B/s>'.format(
+            self.name, self.latency, self.bandwidth)
+
+
+def _log2(p):
+    return math.ceil(math.log2(p)) if p > 1 else 0
+
+
+def _cost(algorithm, p, n, a, b, g):
+    """Seconds for ``algorithm`` over ``p`` ranks, ``n`` bytes, with
+    latency ``a``, seconds per byte ``b`` and reduction seconds per byte
+    ``g`` (0 for non-reducing collectives)."""
+    if p <= 1:
+        return 0.0
+    frac = (p - 1) / p
+    lg = _log2(p)
+    if algorithm == 'recursive_doubling':
+        return lg * (a + n * b + n * g)
+    if algorithm == 'ring':
+        # allreduce: reduce-scatter then allgather around the ring
+        return 2 * (p - 1) * a + 2 * frac * n * b + frac * n * g
+    if algorithm == 'binomial':
+        return lg * (a + n * b + n * g)
+    if algorithm == 'scatter_allgather':
+        return (lg + p - 1) * a + 2 * frac * n * b
+    if algorithm == 'reduce_scatter_gather':
+        return 2 * lg * a + 2 * frac * n * b + frac * n * g
+    if algorithm == 'dissemination':
+        return lg * a
+    if algorithm == 'pairwise':
+        return (p - 1) * a + frac * n * b
+    raise ValueError('unknown collective algorithm {!r}'.format(algorithm))
+
+
+def _gather_cost(algorithm, p, n, a, b):
+    # n is the gathered total: allgather / gather / scatter / ring halves
+    if p <= 1:
+        return 0.0
+    frac = (p - 1) / p
+    if algorithm == 'ring':
+        return (p - 1) * a + frac * n * b
+    return _log2(p) * a + frac * n * b     # recursive doubling, binomial
+
+
+class Machine:
+    """A described cluster: link classes, ranks and cores per node.
+
+    ``links`` maps 'intra' and 'inter' to :class:`Link`; ``ranks_per_node``
+    (None: all ranks on one node unless told otherwise) and
+    ``cores_per_node`` (None: unlimited); ``reduce_bandwidth`` bytes/s
+    a rank reduces (sums) at; ``compute_scale`` the default factor on
+    measured compute; ``collectives`` family -> forced algorithm.
+    """
+
+    def __init__(self, name, intra, inter=None, ranks_per_node=None,
+                 cores_per_node=None, reduce_bandwidth=None,
+                 compute_scale=1.0, collectives=None, source=None):
+        self.name = name
+        self.links = {'intra': intra, 'inter': inter or intra}
+        self.ranks_per_node = ranks_per_node
+        self.cores_per_node = cores_per_node
+        self.reduce_bandwidth = reduce_bandwidth
+        self.compute_scale = float(compute_scale)
+        self.collectives = dict(collectives or {})
+        self.source = source
+        for family, algorithm in self.collectives.items():
+            if family not in ALGORITHMS:
+                raise ValueError('{}: unknown collective {!r} (known: {})'
+                                 .format(name, family,
+                                         ', '.join(sorted(ALGORITHMS))))
+            if algorithm != 'auto' and algorithm not in ALGORITHMS[family]:
+                raise ValueError('{}: {} cannot use algorithm {!r} (known: '
+                                 '{})'.format(name, family, algorithm,
+                                              ', '.join(ALGORITHMS[family])))
+
+    def link(self, node_a, node_b):
+        """The link class between two nodes."""
+        return self.links['intra' if node_a == node_b else 'inter']
+
+    def algorithm(self, family, nbytes):
+        """The algorithm charged for a ``family`` collective of
+        ``nbytes``."""
+        forced = self.collectives.get(family, 'auto')
+        if forced != 'auto':
+            return forced
+        choices = ALGORITHMS[family]
+        return choices[-1] if nbytes >= _AUTO_SWITCH_BYTES else choices[0]
+
+    def collective_time(self, op, p, nbytes, link):
+        """(seconds, algorithm) for collective ``op`` over ``p`` ranks
+        moving ``nbytes`` (per rank for reductions and broadcasts, the
+        gathered total for gathers and all-to-all) over ``link``."""
+        family = _FAMILY.get(op.lower())
+        if family is None:
+            raise ValueError('no cost model for collective {!r}'.format(op))
+        algorithm = self.algorithm(family, nbytes)
+        a, b = link.latency, 1.0 / link.bandwidth
+        reduces = family in ('allreduce', 'reduce', 'reduce_scatter',
+                             'scan')
+        g = 1.0 / self.reduce_bandwidth if reduces and \
+            self.reduce_bandwidth else 0.0
+        if family in ('allgather', 'gather', 'scatter', 'reduce_scatter'):
+            seconds = _gather_cost(algorithm, p, nbytes, a, b)
+            if family == 'reduce_scatter' and p > 1:
+                seconds += (p - 1) / p * nbytes * g
+        else:
+            seconds = _cost(algorithm, p, nbytes, a, b, g)
+        return seconds, algorithm
+
+    def nodes_for(self, size):
+        """Nodes a job of ``size`` ranks takes on this machine."""
+        if not self.ranks_per_node:
+            return 1
+        return -(-size // self.ranks_per_node)
+
+    def __repr__(self):
+        return '<Machine {!r}>'.format(self.name)
+
+
+def machine_path(name):
+    """The file of a shipped description (``'gpu_cluster'``) or ``name``
+    itself when it is a path."""
+    if os.path.exists(name):
+        return name
+    for ext in ('.toml', '.json'):
+        path = os.path.join(_MACHINES, name + ext)
+        if os.path.exists(path):
+            return path
+    shipped = sorted(os.path.splitext(f)[0] for f in os.listdir(_MACHINES))
+    raise ValueError('no machine description {!r}: not a file, nor one of '
+                     'the shipped ones ({})'.format(name, ', '.join(shipped)))
+
+
+def _link(data, name, path):
+    entry = data.get(name)
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or set(entry) - {'latency', 'bandwidth'} \
+            or len(entry) != 2:
+        raise ValueError('{}: [links.{}] needs exactly latency (s) and '
+                         'bandwidth (bytes/s), got {!r}'.format(
+                             path, name, entry))
+    return Link(name, entry['latency'], entry['bandwidth'])
+
+
+def load_machine(name=DEFAULT_MACHINE):
+    """A :class:`Machine` from a TOML or JSON file, or a shipped name."""
+    path = machine_path(name)
+    with open(path, 'rb') as f:
+        if path.endswith('.json'):
+            data = json.load(f)
+        elif tomllib is None:
+            raise ValueError('{}: TOML needs Python 3.11 (tomllib); write '
+                             'the description as JSON'.format(path))
+        else:
+            data = tomllib.load(f)
+    known = {'name', 'links', 'ranks_per_node', 'cores_per_node',
+             'reduce_bandwidth', 'compute_scale', 'collectives'}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError('{}: unknown keys {} (known: {})'.format(
+            path, sorted(unknown), sorted(known)))
+    links = data.get('links', {})
+    intra = _link(links, 'intra', path)
+    if intra is None:
+        raise ValueError('{}: [links.intra] (latency, bandwidth) is '
+                         'required'.format(path))
+    return Machine(data.get('name', os.path.basename(path)), intra,
+                   _link(links, 'inter', path),
+                   data.get('ranks_per_node'), data.get('cores_per_node'),
+                   data.get('reduce_bandwidth'),
+                   data.get('compute_scale', 1.0),
+                   data.get('collectives'), source=path)

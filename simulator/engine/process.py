@@ -1,0 +1,528 @@
+"""Private process state per rank: a rank is a process.
+
+SimGrid's SMPI gives each simulated process its own copy of the program's
+globals ("privatization"); this module does the same for the globals a
+Python program keeps per process. While a world runs (:func:`privatized`,
+entered by :func:`simulator.engine.ranks.run_ranks`, so by every launcher)
+these answer per calling rank, from a :class:`ProcessState` built lazily
+on the rank's :class:`~simulator.engine.ranks.RankContext`:
+
+- ``sys.argv`` (read, mutated or reassigned): each rank starts from the
+  launcher's argv;
+- ``os.environ`` (and ``os.getenv``): a copy per rank taken at its first
+  use; ``subprocess`` children of a rank get that rank's environment;
+- NumPy's global ``RandomState`` functions (``numpy.random.seed``,
+  ``rand``...) and Python's ``random`` functions: one generator per rank,
+  so the same seed gives every rank the numbers a process would get, and
+  unseeded draws differ between ranks (derived from the world's seed);
+- registered library objects (:func:`register_private_object`, e.g.
+  Chainer's ``global_config``) and mappings
+  (:func:`register_private_mapping`, e.g. CuPy's per-device generators),
+  applied when their module is imported, so the simulator imports none;
+- ``os._exit(n)`` ends the calling rank with status n (see
+  :class:`ProcessExit`), not the simulator's process.
+
+Outside a rank everything is the process's own object, unchanged. User
+modules are made private by :mod:`simulator.engine.modules`; calls that
+stay process-wide are reported by :mod:`simulator.engine.shared_state`.
+"""
+import collections.abc
+import contextlib
+import os
+import random
+import subprocess
+import sys
+import threading
+import types
+
+import numpy as np
+
+from simulator.engine.actors import RankExit, current
+
+__all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
+           'register_private_object', 'register_private_mapping',
+           'rank_seed', 'real_sys_dict', 'PrivateSys', 'set_sys_class']
+
+_lock = threading.Lock()
+_depth = 0
+_undo = []
+
+
+def rank_seed(world_seed, rank, stream):
+    """A 128-bit seed for one of a rank's generators (``stream`` keeps
+    NumPy's and Python's apart)."""
+    base = [rank, stream] if world_seed is None else [world_seed, rank,
+                                                       stream]
+    return np.random.SeedSequence(base).generate_state(4)
+
+
+class ProcessState:
+    """The process-global state of one rank, each piece built on first
+    use (4,096 ranks that never touch it cost nothing)."""
+
+    __slots__ = ('context', '_argv', '_environ', '_python_random',
+                 'objects', 'modules')
+
+    def __init__(self, context):
+        self.context = context
+        self._argv = None
+        self._environ = None
+        self._python_random = None
+        self.objects = {}       # id(shared object) -> this rank's __dict__
+        self.modules = {}       # name -> this rank's copy of a user module
+
+    @property
+    def argv(self):
+        if self._argv is None:
+            self._argv = list(_base['argv'])
+        return self._argv
+
+    @argv.setter
+    def argv(self, value):
+        self._argv = value
+
+    @property
+    def environ(self):
+        if self._environ is None:
+            self._environ = dict(_base['environ'])
+        return self._environ
+
+    @property
+    def numpy_random(self):
+        return self.context.random
+
+    @property
+    def python_random(self):
+        if self._python_random is None:
+            seed = rank_seed(self.context.world.seed, self.context.rank, 1)
+            self._python_random = random.Random(int.from_bytes(
+                seed.tobytes(), 'little'))
+        return self._python_random
+
+
+_base = {'argv': [], 'environ': {}}
+
+
+def process_state():
+    """The calling rank's :class:`ProcessState`, or None outside a rank."""
+    context = current()
+    if context is None:
+        return None
+    state = context.process
+    if state is None:
+        state = context.process = ProcessState(context)
+    return state
+
+
+# -- sys.argv -----------------------------------------------------------------
+
+def real_sys_dict():
+    """``sys``'s own namespace (what C code reads), bypassing the
+    per-rank class installed while a world runs."""
+    return types.ModuleType.__dict__['__dict__'].__get__(sys)
+
+
+class PrivateSys(types.ModuleType):
+    """``sys``'s class while worlds run: ``sys.argv`` answers per rank.
+    Subclasses may add more properties (see shared_state)."""
+
+    @property
+    def argv(self):
+        state = process_state()
+        return real_sys_dict()['argv'] if state is None else state.argv
+
+    @argv.setter
+    def argv(self, value):
+        state = process_state()
+        if state is None:
+            real_sys_dict()['argv'] = value
+        else:
+            state.argv = value
+
+
+_sys_class = {'current': PrivateSys}
+
+
+def set_sys_class(cls):
+    """Use ``cls`` (a subclass of the private sys class) while worlds run
+    (for :mod:`simulator.engine.shared_state`)."""
+    _sys_class['current'] = cls
+
+
+# -- os.environ ---------------------------------------------------------------
+
+class _RankEnviron(collections.abc.MutableMapping):
+    """``os.environ`` while worlds run: in a rank, that rank's copy."""
+
+    def __init__(self, shared):
+        self._shared = shared
+
+    def _view(self):
+        state = process_state()
+        return self._shared if state is None else state.environ
+
+    def __getitem__(self, key):
+        return self._view()[key]
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError('str expected, not {}'.format(
+                type(value if isinstance(key, str) else key).__name__))
+        self._view()[key] = value
+
+    def __delitem__(self, key):
+        del self._view()[key]
+
+    def __iter__(self):
+        return iter(list(self._view()))
+
+    def __len__(self):
+        return len(self._view())
+
+    def __repr__(self):
+        return 'environ({!r})'.format(dict(self._view()))
+
+    def copy(self):
+        return dict(self._view())
+
+    def __getattr__(self, name):
+        # encodekey, data...: the shared object's.
+        return getattr(self._shared, name)
+
+
+def _popen_init_for(original):
+    def __init__(self, args, *more, **kwargs):
+        state = process_state()
+        # env is Popen's 11th parameter; a child inherits its rank's
+        # environment as a process's child inherits the process's.
+        if state is not None and state._environ is not None and \
+                'env' not in kwargs and len(more) < 10:
+            kwargs['env'] = dict(state._environ)
+        original(self, args, *more, **kwargs)
+    __init__.__doc__ = original.__doc__
+    return __init__
+
+
+# -- global generators --------------------------------------------------------
+
+class _PerRankMethod:
+    """A module-level generator function (``numpy.random.rand``,
+    ``random.random``) acting on the calling rank's generator. ``__self__``
+    is that generator, as for the bound method it replaces (Chainer's
+    ShuffleOrderSampler takes ``numpy.random.random.__self__``)."""
+
+    def __init__(self, name, original, shared, generator):
+        self._name = name
+        self._original = original
+        self._shared = shared
+        self._generator = generator
+        self.__name__ = name
+        self.__qualname__ = name
+        self.__doc__ = original.__doc__
+
+    @property
+    def __self__(self):
+        state = process_state()
+        return self._shared if state is None else self._generator(state)
+
+    def __call__(self, *args, **kwargs):
+        state = process_state()
+        if state is None:
+            return self._original(*args, **kwargs)
+        return getattr(self._generator(state), self._name)(*args, **kwargs)
+
+    def __repr__(self):
+        return '<per-rank {}>'.format(self._name)
+
+
+def _swap_generator_functions(module, shared, generator, extra=()):
+    """Replace ``module``'s bound methods of ``shared`` (and the functions
+    named in ``extra``) by per-rank ones; returns an undo function."""
+    replaced = {}
+    for name in dir(shared):
+        if name.startswith('_'):
+            continue
+        original = getattr(module, name, None)
+        if original is None or (getattr(original, '__self__', None)
+                                is not shared and name not in extra):
+            continue
+        replaced[name] = original
+        setattr(module, name, _PerRankMethod(name, original, shared,
+                                             generator))
+
+    def undo():
+        for name, original in replaced.items():
+            setattr(module, name, original)
+    return undo
+
+
+# -- registered library state -------------------------------------------------
+
+_registry = {}      # module name -> [(attribute, kind)]
+_applied = {}       # (module name, attribute) -> undo
+
+
+def register_private_object(module, attribute):
+    """Make ``module.attribute`` (a plain object with a ``__dict__``, like
+    Chainer's ``global_config``) private per rank while worlds run: each
+    rank reads and writes its own copy of the attributes. Applied when
+    ``module`` is (or becomes) imported; the simulator imports nothing."""
+    _registry.setdefault(module, []).append((attribute, 'object'))
+    _apply_registered(module)
+
+
+def register_private_mapping(module, attribute):
+    """Make the dict ``module.attribute`` private per rank (each rank
+    starts with an empty one), e.g. CuPy's per-device generators."""
+    _registry.setdefault(module, []).append((attribute, 'mapping'))
+    _apply_registered(module)
+
+
+_private_classes = {}
+
+
+def _rank_dict(obj):
+    state = process_state()
+    if state is None:
+        return None
+    key = id(obj)
+    found = state.objects.get(key)
+    if found is None:
+        found = state.objects[key] = dict(object.__getattribute__(
+            obj, '__dict__'))
+    return found
+
+
+def _private_class(cls):
+    """A subclass of ``cls`` whose instance attributes live per rank."""
+    if cls in _private_classes:
+        return _private_classes[cls]
+
+    def __getattribute__(self, name):
+        own = _rank_dict(self)
+        if own is None:
+            return object.__getattribute__(self, name)
+        if name == '__dict__':
+            return own
+        if name in own:
+            return own[name]
+        if name.startswith('__') or name not in object.__getattribute__(
+                self, '__dict__'):
+            return object.__getattribute__(self, name)
+        return getattr(cls, name)       # deleted in this rank
+
+    def __setattr__(self, name, value):
+        own = _rank_dict(self)
+        if own is None:
+            object.__setattr__(self, name, value)
+        else:
+            own[name] = value
+
+    def __delattr__(self, name):
+        own = _rank_dict(self)
+        if own is None:
+            object.__delattr__(self, name)
+        elif name in own:
+            del own[name]
+        else:
+            raise AttributeError(name)
+
+    private = type(cls.__name__, (cls,), {
+        '__getattribute__': __getattribute__, '__setattr__': __setattr__,
+        '__delattr__': __delattr__, '__module__': cls.__module__,
+        '__qualname__': cls.__qualname__})
+    _private_classes[cls] = private
+    return private
+
+
+class _RankMapping(collections.abc.MutableMapping):
+    def __init__(self, shared, key):
+        self._shared = shared
+        self._key = key
+
+    def _view(self):
+        state = process_state()
+        if state is None:
+            return self._shared
+        return state.objects.setdefault(self._key, {})
+
+    def __getitem__(self, key):
+        return self._view()[key]
+
+    def __setitem__(self, key, value):
+        self._view()[key] = value
+
+    def __delitem__(self, key):
+        del self._view()[key]
+
+    def __iter__(self):
+        return iter(list(self._view()))
+
+    def __len__(self):
+        return len(self._view())
+
+
+def _apply_registered(name):
+    module = sys.modules.get(name)
+    if module is None or not _depth:
+        return
+    for attribute, kind in _registry.get(name, ()):
+        if (name, attribute) in _applied or not hasattr(module, attribute):
+            continue
+        shared = getattr(module, attribute)
+        if kind == 'object':
+            cls = type(shared)
+            shared.__class__ = _private_class(cls)
+
+            def undo(shared=shared, cls=cls):
+                shared.__class__ = cls
+        else:
+            setattr(module, attribute, _RankMapping(shared, (name,
+                                                             attribute)))
+
+            def undo(module=module, attribute=attribute, shared=shared):
+                setattr(module, attribute, shared)
+        _applied[(name, attribute)] = undo
+
+
+class _RegisteredImportHook:
+    """Applies the registry to a registered module imported during a run."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        # Applied once the top-level package is imported: its __init__
+        # still sets the library's defaults for every rank (Chainer's
+        # sets global_config.dtype after importing configuration).
+        if '.' in fullname or not any(
+                name.partition('.')[0] == fullname for name in _registry):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, 'find_spec'):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, 'exec_module'):
+            return spec
+        spec.loader = _ApplyAfterLoad(loader, loader.exec_module, fullname)
+        return spec
+
+
+class _ApplyAfterLoad:
+    def __init__(self, loader, execute, name):
+        self._loader = loader
+        self._execute = execute
+        self._name = name
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._execute(module)
+        for name in list(_registry):
+            if name.partition('.')[0] == self._name:
+                _apply_registered(name)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+register_private_object('chainer.configuration', 'global_config')
+register_private_mapping('cupy.random._generator', '_random_states')
+
+
+# -- exit ---------------------------------------------------------------------
+
+class ProcessExit(RankExit):
+    """``os._exit(status)`` in a rank: ends the whole rank at once with
+    ``status`` (no ``except``/``finally`` of the program should catch it;
+    it is a BaseException that is neither Exception nor SystemExit)."""
+
+    def __init__(self, status):
+        super().__init__('os._exit({})'.format(status))
+        self.status = status
+
+    def end_rank(self, world, actor):
+        """End ``actor``'s whole rank with this status (from the thread
+        wrapper that caught it)."""
+        context = world.contexts[actor.rank]
+        if self.status:
+            error = SystemExit(self.status)
+            context.error = error
+            world.fail(actor, error)
+            return
+        with world.lock:
+            world.end_actor(actor, whole_rank=True)
+        world.finish(actor)
+
+
+def _exit_for(original):
+    def _exit(status):
+        if current() is None:
+            original(status)
+        raise ProcessExit(status)
+    _exit.__doc__ = original.__doc__
+    return _exit
+
+
+# -- install ------------------------------------------------------------------
+
+def _install():
+    undo = []
+    sys_dict = real_sys_dict()
+    _base['argv'] = list(sys_dict['argv'])
+    _base['environ'] = dict(os.environ)
+    sys.__class__ = _sys_class['current']
+    undo.append(lambda: setattr(sys, '__class__', types.ModuleType))
+
+    shared_environ = os.environ
+    os.environ = _RankEnviron(shared_environ)  # noqa: B003 -- a view
+    undo.append(lambda: setattr(os, 'environ', shared_environ))
+    popen_init = subprocess.Popen.__init__
+    subprocess.Popen.__init__ = _popen_init_for(popen_init)
+    undo.append(lambda: setattr(subprocess.Popen, '__init__', popen_init))
+    os_exit = os._exit
+    os._exit = _exit_for(os_exit)
+    undo.append(lambda: setattr(os, '_exit', os_exit))
+
+    undo.append(_swap_generator_functions(
+        np.random, np.random.mtrand._rand, lambda s: s.numpy_random,
+        extra=('seed',)))
+    undo.append(_swap_generator_functions(
+        random, random._inst, lambda s: s.python_random))
+
+    hook = _RegisteredImportHook()
+    sys.meta_path.insert(0, hook)
+    undo.append(lambda: sys.meta_path.remove(hook))
+    for name in _registry:
+        _apply_registered(name)
+
+    def undo_registered():
+        for fn in _applied.values():
+            fn()
+        _applied.clear()
+    undo.append(undo_registered)
+    return undo
+
+
+@contextlib.contextmanager
+def privatized():
+    """While inside (nestable, thread-safe), process-global state answers
+    per calling rank (see the module docstring)."""
+    global _depth
+    with _lock:
+        _depth += 1
+        if _depth == 1:
+            _undo[:] = _install()
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                for fn in reversed(_undo):
+                    fn()
+                _undo.clear()
+

@@ -1,0 +1,138 @@
+"""Process-wide changes a rank makes that cannot be made private.
+
+The working directory, signal handlers, the recursion limit and the
+standard streams belong to the one real process: when a rank changes one
+of them, every other rank sees the change, where separate processes would
+not. While a world runs (:func:`reported`), such a call from a rank still
+happens, and a :class:`SharedStateWarning` names the call, the rank and
+the user's file:line so the difference is never silent.
+"""
+import contextlib
+import os
+import signal
+import threading
+import warnings
+
+from simulator.engine import process
+from simulator.engine.actors import current
+from simulator.engine.libraries import is_library_file
+from simulator.engine.trace import capture, user_frame
+
+__all__ = ['SharedStateWarning', 'reported', 'warn_shared']
+
+_lock = threading.Lock()
+_depth = 0
+_undo = []
+
+
+class SharedStateWarning(UserWarning):
+    """A rank changed state that all ranks share (one process)."""
+
+
+_EVERYONE = ('the simulator runs every rank in one process, so all ranks '
+             'see this change (separate processes would not)')
+
+
+def warn_shared(call, consequence=_EVERYONE):
+    """Warn that the calling rank made ``call`` (a description such as
+    ``"os.chdir('/tmp')"``), which all ranks see."""
+    context = current()
+    if context is None:
+        return
+    stack = capture(2)
+    filename, lineno, _ = user_frame(stack)
+    if is_library_file(filename):
+        return      # a library on its own (pytest's capsys...), not the user
+    warnings.warn_explicit(SharedStateWarning(
+        'rank {} called {} at {}:{}: {}'.format(
+            context.rank, call, filename, lineno, consequence)),
+        SharedStateWarning, filename, lineno)
+
+
+class _ReportingSys(process.PrivateSys):
+    """``sys`` while worlds run: replacing a standard stream in a rank is
+    reported (the streams are the process's)."""
+
+
+def _stream_property(name):
+    def get(self):
+        return process.real_sys_dict()[name]
+
+    def set(self, value):
+        warn_shared('sys.{} = {!r}'.format(name, value))
+        process.real_sys_dict()[name] = value
+    return property(get, set)
+
+
+for _name in ('stdout', 'stderr', 'stdin'):
+    setattr(_ReportingSys, _name, _stream_property(_name))
+process.set_sys_class(_ReportingSys)
+
+
+def _reporting(original, describe):
+    def call(*args, **kwargs):
+        warn_shared(describe(*args, **kwargs))
+        return original(*args, **kwargs)
+    call.__doc__ = original.__doc__
+    call.__name__ = original.__name__
+    return call
+
+
+def _patch(owner, name, describe):
+    if isinstance(owner, dict):
+        original = owner[name]
+        owner[name] = _reporting(original, describe)
+        return lambda: owner.__setitem__(name, original)
+    original = getattr(owner, name)
+    setattr(owner, name, _reporting(original, describe))
+    return lambda: setattr(owner, name, original)
+
+
+def _patch_signal():
+    original = signal.signal
+
+    def signal_in_rank(signum, handler):
+        if current() is None:
+            return original(signum, handler)
+        # Only the main thread may set handlers, and a rank is a thread:
+        # the handler is not installed (it would act for every rank).
+        warn_shared('signal.signal({}, {!r})'.format(signum, handler),
+                    'a handler would act for every rank of the one process '
+                    '(and only its main thread may set one): not installed')
+        return signal.getsignal(signum)
+    signal_in_rank.__doc__ = original.__doc__
+    signal.signal = signal_in_rank
+    return lambda: setattr(signal, 'signal', original)
+
+
+def _install():
+    sys_dict = process.real_sys_dict()
+    return [
+        _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path)),
+        _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask)),
+        _patch_signal(),
+        _patch(sys_dict, 'setrecursionlimit', lambda limit: (
+            'sys.setrecursionlimit({})'.format(limit))),
+        _patch(sys_dict, 'setswitchinterval', lambda interval: (
+            'sys.setswitchinterval({})'.format(interval))),
+    ]
+
+
+@contextlib.contextmanager
+def reported():
+    """While inside (nestable), process-wide changes made by a rank are
+    reported with a :class:`SharedStateWarning`."""
+    global _depth
+    with _lock:
+        _depth += 1
+        if _depth == 1:
+            _undo[:] = _install()
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                for undo in reversed(_undo):
+                    undo()
+                _undo.clear()

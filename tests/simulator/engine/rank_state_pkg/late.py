@@ -1,0 +1,4 @@
+"""A submodule no other module imports."""
+__all__ = ['loads']
+
+loads = 1

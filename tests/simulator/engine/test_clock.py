@@ -1,0 +1,128 @@
+"""simulator.engine.clock: virtual time in ranks, worked by hand."""
+import os
+import time
+
+import numpy as np
+import pytest
+
+import simulator
+import simulator.mpi as MPI
+from simulator.engine.clock import VirtualTime
+from simulator.engine.netmodel import Link, Machine
+
+UNSAFE = 'virtual time is the simulator\'s model of a machine'
+pytestmark = pytest.mark.simulator_only(UNSAFE)
+
+# Slow links, so the model's times dwarf the little CPU the test spends
+# (and compute is scaled to almost nothing).
+LATENCY, BANDWIDTH, NBYTES = 1e-3, 1e6, 8000
+HOP = LATENCY + NBYTES / BANDWIDTH          # 9 ms a message
+TINY = 1e-9
+
+
+def _clock(scale=TINY, **kw):
+    return VirtualTime(Machine('slow', Link('intra', LATENCY, BANDWIDTH),
+                               **kw), compute_scale=scale)
+
+
+def test_a_pipeline_of_sends():
+    # 0 -> 1 -> 2: each hop costs the sender the injection (size /
+    # bandwidth) and the receiver waits for arrival (latency + size /
+    # bandwidth after the send).
+    def body(comm):
+        rank = comm.Get_rank()
+        buf = np.zeros(NBYTES, np.uint8)
+        if rank > 0:
+            comm.Recv(buf, rank - 1)
+        if rank < 2:
+            comm.Send(buf, rank + 1)
+        return MPI.Wtime(), time.perf_counter()
+    clock = _clock()
+    results = simulator.run(body, 3, clock=clock)
+    inject = NBYTES / BANDWIDTH
+    c = clock.clocks
+    assert c[0].now == pytest.approx(inject, abs=1e-6)
+    assert c[1].now == pytest.approx(HOP + inject, abs=1e-6)
+    assert c[2].now == pytest.approx(2 * HOP, abs=1e-6)
+    # rank 2 waited one hop for rank 1's send, then one transfer
+    assert c[2].comm == pytest.approx(HOP, abs=1e-6)
+    assert c[2].wait == pytest.approx(HOP, abs=1e-6)
+    # inside a rank, Wtime and perf_counter read the rank's clock
+    base = clock.base('perf_counter')
+    for rank, (wtime, perf) in enumerate(results):
+        assert wtime - base == pytest.approx(c[rank].now, abs=1e-6)
+        assert perf - base == pytest.approx(c[rank].now, abs=1e-6)
+    assert not hasattr(time.perf_counter, 'simulator_virtual')
+
+
+def test_collective_starts_with_the_last_rank():
+    # rank 1 computes ~0.05 s (scaled by 1); the allreduce of 4 bytes
+    # over 2 ranks costs one latency (recursive doubling), for both.
+    def body(comm):
+        if comm.Get_rank() == 1:
+            end = time.thread_time() + 0.05
+            while time.thread_time() < end:
+                pass
+        comm.allreduce(1)
+    clock = _clock(scale=1.0)
+    simulator.run(body, 2, clock=clock)
+    c0, c1 = clock.clocks
+    assert c0.now == pytest.approx(c1.now, abs=1e-3)
+    assert c1.compute >= 0.05
+    assert c0.wait == pytest.approx(c1.compute - c0.compute, abs=1e-3)
+    assert c1.comm >= LATENCY
+
+
+def _spin_ranks(size):
+    def body(comm):
+        x = 0
+        for i in range(300000):
+            x += i
+        comm.Barrier()
+    clock = _clock(scale=1.0)
+    simulator.run(body, size, clock=clock)
+    return max(c.compute for c in clock.clocks)
+
+
+@pytest.mark.skipif(not hasattr(os, 'sched_setaffinity'),
+                    reason='needs CPU affinity (Linux)')
+def test_prediction_does_not_depend_on_the_cores_the_simulation_had():
+    # Four ranks on one core take four times the wall time of one rank;
+    # their clocks count CPU time, so the prediction stays put.
+    alone = _spin_ranks(1)
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        crowded = _spin_ranks(4)
+    finally:
+        os.sched_setaffinity(0, cores)
+    assert 0.5 < crowded / alone < 2.0, (alone, crowded)
+
+
+def test_oversubscribed_node_stretches_compute():
+    def body(comm):
+        end = time.thread_time() + 0.02
+        while time.thread_time() < end:
+            pass
+    clock = _clock(scale=1.0, cores_per_node=1)
+    simulator.run(body, 2, clock=clock)
+    # two ranks on one core: each rank's compute counts twice
+    assert all(c.compute >= 0.04 for c in clock.clocks)
+
+
+def test_summary_names_the_slowest_rank_and_time_is_real_outside():
+    def body(comm):
+        if comm.Get_rank() == 1:
+            comm.send(b'x' * NBYTES, 0)
+        else:
+            comm.recv(source=1)
+    clock = _clock()
+    before = time.perf_counter()
+    simulator.run(body, 2, clock=clock)
+    assert time.perf_counter() >= before
+    lines = clock.summary().splitlines()
+    assert lines[0].startswith('virtual time: 0.009')
+    assert 'communication' in lines[0] and 'waiting' in lines[0]
+    assert len(lines) == 2 + 2
+    with pytest.raises(ValueError, match='compute_scale must be positive'):
+        _clock(scale=0)

@@ -1,0 +1,148 @@
+"""A rank is a process: sys.argv, os.environ, the global generators and
+Chainer's global_config are private per rank (simulator.engine.process).
+The mpi-marked tests run the same body on the simulator and under
+mpiexec, where each rank is a real process."""
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import chainer
+import numpy as np
+import pytest
+
+import simulator
+from simulator.engine import process
+
+_ENV = 'SIMULATOR_TEST_PROCESS_RANK'
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_seeded_global_generators_draw_the_same_numbers_on_every_rank(
+        mpi_comm):
+    np.random.seed(1234)
+    drawn = np.random.rand(3).tolist()
+    random.seed(99)
+    python_drawn = random.random()
+    everyone = mpi_comm.allgather((drawn, python_drawn))
+    assert everyone == [(np.random.RandomState(1234).rand(3).tolist(),
+                         random.Random(99).random())] * mpi_comm.size
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_argv_edited_by_one_rank_changes_only_that_rank(mpi_comm):
+    saved = list(sys.argv)
+    try:
+        if mpi_comm.rank == 0:
+            sys.argv.append('--rank-0-only')
+        else:
+            sys.argv = sys.argv + ['--rank-{}'.format(mpi_comm.rank)]
+        mpi_comm.Barrier()
+        seen = mpi_comm.allgather(sys.argv[len(saved):])
+        assert seen == [['--rank-{}{}'.format(r, '-only' if r == 0 else '')]
+                        for r in range(mpi_comm.size)]
+    finally:
+        sys.argv[:] = saved
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_environ_writes_stay_in_the_rank_and_reach_its_children(mpi_comm):
+    os.environ[_ENV] = str(mpi_comm.rank)
+    try:
+        mpi_comm.Barrier()
+        child = subprocess.run(
+            [sys.executable, '-c',
+             'import os; print(os.environ[{!r}])'.format(_ENV)],
+            capture_output=True, text=True, check=True).stdout.strip()
+        seen = mpi_comm.allgather((os.environ[_ENV], os.getenv(_ENV), child))
+        assert seen == [(str(r),) * 3 for r in range(mpi_comm.size)]
+    finally:
+        del os.environ[_ENV]
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_chainer_global_config_set_by_one_rank_stays_there(mpi_comm):
+    try:
+        if mpi_comm.rank == 0:
+            chainer.global_config.simulator_test_flag = 'rank 0'
+        mpi_comm.Barrier()
+        seen = mpi_comm.allgather(getattr(
+            chainer.global_config, 'simulator_test_flag', None))
+        assert seen == ['rank 0'] + [None] * (mpi_comm.size - 1)
+        # chainer.config falls back to the rank's global config.
+        assert chainer.config.train is True
+    finally:
+        if mpi_comm.rank == 0:
+            del chainer.global_config.simulator_test_flag
+
+
+def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
+    def draw(comm):
+        return np.random.rand(), random.random()
+    first = simulator.run(draw, 3, seed=7)
+    assert len(set(first)) == 3
+    assert simulator.run(draw, 3, seed=7) == first
+    assert simulator.run(draw, 3, seed=8) != first
+
+
+def test_outside_a_run_everything_is_the_process_own():
+    shared_rand = np.random.rand
+    simulator.run(lambda comm: np.random.seed(comm.rank), 2)
+    assert np.random.rand is shared_rand
+    assert type(sys) is type(os)
+    assert isinstance(os.environ, os._Environ)
+    assert type(chainer.global_config) is chainer.configuration.GlobalConfig
+
+
+def test_registered_mapping_is_private_per_rank():
+    import types
+    fake = types.ModuleType('simulator_test_fake_generators')
+    fake.states = {}
+    sys.modules[fake.__name__] = fake
+    try:
+        process.register_private_mapping(fake.__name__, 'states')
+
+        def body(comm):
+            fake.states[0] = comm.rank
+            comm.Barrier()
+            return dict(fake.states)
+        assert simulator.run(body, 2) == [{0: 0}, {0: 1}]
+        assert fake.states == {}
+    finally:
+        process._registry.pop(fake.__name__)
+        del sys.modules[fake.__name__]
+
+
+def test_sys_exit_in_a_rank_ends_the_job_with_its_status():
+    def body(comm):
+        buf = np.ones(2)
+        for step in range(100):
+            if comm.rank == 2 and step == 3:
+                sys.exit(3)
+            comm.Allreduce(buf.copy(), buf)
+    start = time.monotonic()
+    with pytest.raises(SystemExit) as info:
+        simulator.run(body, 4)
+    assert info.value.code == 3
+    assert 'rank 2' in str(info.value.__notes__)
+    assert time.monotonic() - start < 5
+
+
+def test_sys_exit_zero_ends_only_that_rank():
+    def body(comm):
+        if comm.rank == 1:
+            sys.exit(0)
+        return comm.rank
+    assert simulator.run(body, 2) == [0, None]
+
+
+def test_os_exit_in_a_helper_thread_ends_the_whole_rank():
+    def body(comm):
+        if comm.rank == 1:
+            threading.Thread(target=os._exit, args=(7,)).start()
+        comm.Barrier()
+    with pytest.raises(SystemExit) as info:
+        simulator.run(body, 2, timeout=30)
+    assert info.value.code == 7

@@ -1,0 +1,72 @@
+"""Process-wide changes a rank makes are reported, naming the call, the
+rank and the user's line (simulator.engine.shared_state). Only the
+simulator shares these between ranks, so these tests are in-process."""
+import io
+import os
+import signal
+import sys
+import warnings
+
+import pytest
+
+import simulator
+from simulator.engine.shared_state import SharedStateWarning
+
+
+def _warnings_of(body, size=2):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        simulator.run(body, size)
+    return [str(w.message) for w in caught
+            if issubclass(w.category, SharedStateWarning)]
+
+
+def test_chdir_and_recursion_limit_are_reported_with_rank_and_line():
+    here, limit = os.getcwd(), sys.getrecursionlimit()
+
+    def body(comm):
+        if comm.rank == 1:
+            os.chdir(here)
+            sys.setrecursionlimit(limit)
+    messages = _warnings_of(body)
+    assert len(messages) == 2
+    assert messages[0].startswith("rank 1 called os.chdir({!r}) at {}:".format(
+        here, __file__))
+    assert 'sys.setrecursionlimit({})'.format(limit) in messages[1]
+    assert all('all ranks see this change' in m for m in messages)
+
+
+def test_replacing_a_standard_stream_in_a_rank_is_reported():
+    def body(comm):
+        if comm.rank == 0:
+            saved = sys.stdout
+            sys.stdout = io.StringIO()
+            sys.stdout = saved
+    messages = _warnings_of(body)
+    assert len(messages) == 2 and 'sys.stdout = ' in messages[0]
+
+
+def test_signal_handler_in_a_rank_is_reported_and_not_installed():
+    before = signal.getsignal(signal.SIGUSR1)
+
+    def body(comm):
+        return signal.signal(signal.SIGUSR1, lambda *args: None)
+    messages = _warnings_of(body, 1)
+    assert 'not installed' in messages[0]
+    assert signal.getsignal(signal.SIGUSR1) is before
+
+
+def test_outside_a_run_nothing_is_reported():
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', SharedStateWarning)
+        os.chdir(os.getcwd())
+        sys.stdout = sys.stdout
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_a_program_that_sets_a_handler_runs_in_both_worlds(mpi_comm):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', SharedStateWarning)
+        previous = signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+    assert previous in (signal.SIG_DFL, signal.SIG_IGN) or callable(previous)
+    assert mpi_comm.allreduce(1) == 2

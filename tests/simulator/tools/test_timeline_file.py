@@ -1,0 +1,84 @@
+"""simulator.tools.timeline and the virtual-time options of python -m
+simulator: Trace Event files, the end-of-run line, the scaling table."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+RING = os.path.join(ROOT, 'tests', 'simulator', 'tools', 'scripts',
+                    'hello_ring.py')
+UNSAFE = 'virtual time and its timelines are the simulator\'s own'
+pytestmark = pytest.mark.simulator_only(UNSAFE)
+
+
+def _simulator(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, '-m', 'simulator'] + list(args),
+                          env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def check_trace(path, size):
+    """A valid Trace Event file with one track per rank; returns it."""
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace['traceEvents']
+    names = {e['tid']: e['args']['name'] for e in events
+             if e['ph'] == 'M' and e['name'] == 'thread_name'}
+    assert names == {r: 'rank {}'.format(r) for r in range(size)}
+    flows = {}
+    for e in events:
+        assert e['ph'] in ('M', 'X', 's', 'f'), e
+        assert isinstance(e['pid'], int) and e['tid'] in names, e
+        if e['ph'] == 'X':
+            assert e['ts'] >= 0 and e['dur'] >= 0 and e['name'], e
+            assert e['cat'] in ('compute', 'mpi'), e
+        if e['ph'] in ('s', 'f'):
+            flows.setdefault(e['id'], []).append(e['ph'])
+    assert {r for r in names} == {e['tid'] for e in events
+                                  if e['ph'] == 'X'}
+    for phases in flows.values():
+        assert sorted(phases) == ['f', 's']
+    return trace
+
+
+def test_timeline_is_trace_event_json_with_a_track_per_rank(tmp_path):
+    path = str(tmp_path / 'run.json')
+    done = _simulator('-n', '3', '--timeline', path, RING)
+    assert done.returncode == 0, done.stderr
+    trace = check_trace(path, 3)
+    ops = [e for e in trace['traceEvents'] if e['ph'] == 'X' and
+           e['name'] == 'sendrecv']
+    assert len(ops) == 3
+    assert {e['args']['peer'] for e in ops} == {0, 1, 2}
+    assert all(e['args']['bytes'] > 0 for e in ops)
+    reduce = [e for e in trace['traceEvents'] if e['name'] == 'allreduce']
+    assert reduce[0]['args']['algorithm'] == 'recursive_doubling'
+    assert len([e for e in trace['traceEvents'] if e['ph'] == 's']) == 3
+    line = [x for x in done.stdout.splitlines()
+            if x.startswith('virtual time:')]
+    assert len(line) == 1 and '(compute ' in line[0], done.stdout
+
+
+def test_sizes_prints_a_scaling_table():
+    done = _simulator('--sizes', '1,2,4', '--machine', 'gpu_cluster',
+                      RING)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:4] == ['ranks', 'time', 's', 'speed-up']
+    assert [x.split()[0] for x in lines[1:4]] == ['1', '2', '4']
+    assert lines[1].split()[2] == '1.00'
+    assert 'OUT' not in done.stdout      # the ranks' output is not shown
+
+
+def test_bad_options_name_the_value():
+    done = _simulator('--sizes', '2,x', RING)
+    assert done.returncode == 2 and "'2,x'" in done.stderr
+    done = _simulator(RING)
+    assert done.returncode == 2 and '-n N' in done.stderr
+    done = _simulator('-n', '2', '--machine', 'nowhere', RING)
+    assert done.returncode == 2 and "'nowhere'" in done.stderr
