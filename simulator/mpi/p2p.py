@@ -256,7 +256,8 @@ class PointToPoint:
                  status=None):
         """Send one buffer and receive another."""
         sreq = self._send_buffer('Sendrecv', sendbuf, dest, sendtag)
-        b = parse(recvbuf, 'Sendrecv receive buffer')
+        b = parse(recvbuf if recvbuf is not None else [None, 0, 'B'],
+                  'Sendrecv receive buffer')
         self._irecv('Sendrecv', BUFFER, b, source, recvtag).Wait(status)
         sreq.Wait()
 
@@ -264,7 +265,8 @@ class PointToPoint:
                          source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send a buffer, then receive into the same buffer."""
         sreq = self._send_buffer('Sendrecv_replace', buf, dest, sendtag)
-        b = parse(buf, 'Sendrecv_replace buffer')
+        b = parse(buf if buf is not None else [None, 0, 'B'],
+                  'Sendrecv_replace buffer')
         self._irecv('Sendrecv_replace', BUFFER, b, source,
                     recvtag).Wait(status)
         sreq.Wait()

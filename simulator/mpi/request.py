@@ -218,7 +218,7 @@ class Request:
             activity.wait_any(activities)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
-                return i, req._complete(status)
+                return i, req.wait(status)
         # A request without one engine activity (persistent, paired):
         # wait for the first active one.
         i = requests.index(active[0])
