@@ -88,22 +88,25 @@ class Group:
             return IDENT
         return SIMILAR if sorted(a) == sorted(b) else UNEQUAL
 
-    def Union(self, group):  # noqa: N802
-        """This group's members, then ``group``'s that are not in it."""
-        a = self._m
-        return Group._of(a + tuple(m for m in group._m if m not in a))
+    @classmethod
+    def Union(cls, group1, group2):  # noqa: N802
+        """``group1``'s members, then ``group2``'s that are not in it."""
+        a = group1._m
+        return cls._of(a + tuple(m for m in group2._m if m not in a))
 
-    def Intersection(self, group):  # noqa: N802
-        """This group's members that are in ``group``, in this order."""
-        b = group._m
-        return Group._of(m for m in self._m if m in b)
+    @classmethod
+    def Intersection(cls, group1, group2):  # noqa: N802
+        """``group1``'s members that are in ``group2``, in that order."""
+        b = group2._m
+        return cls._of(m for m in group1._m if m in b)
 
     Intersect = Intersection
 
-    def Difference(self, group):  # noqa: N802
-        """This group's members that are not in ``group``."""
-        b = group._m
-        return Group._of(m for m in self._m if m not in b)
+    @classmethod
+    def Difference(cls, group1, group2):  # noqa: N802
+        """``group1``'s members that are not in ``group2``."""
+        b = group2._m
+        return cls._of(m for m in group1._m if m not in b)
 
     def Incl(self, ranks):  # noqa: N802
         """The members at ``ranks``, in that order."""
