@@ -42,7 +42,8 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'Get_error_string', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
             'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
-            'Flush_buffer', 'Iflush_buffer', 'Get_address']
+            'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
+            'pickle']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
@@ -242,3 +243,39 @@ def Get_address(location):  # noqa: N802
     from simulator.mpi.datatypes import parse
     data = parse(location, 'Get_address').data
     return data.__array_interface__['data'][0]
+
+
+class Pickle:
+    """``MPI.pickle``: how object messages are serialized (the standard
+    pickle at its highest protocol; the simulator's object calls use the
+    same)."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, dumps=None, loads=None, protocol=None,
+                 threshold=None):
+        import pickle as _pickle
+        self._dumps = dumps or _pickle.dumps
+        self._loads = loads or _pickle.loads
+        self.PROTOCOL = _pickle.HIGHEST_PROTOCOL if protocol is None \
+            else protocol
+        self.THRESHOLD = 262144 if threshold is None else threshold
+
+    def dumps(self, obj):
+        """The bytes of ``obj``."""
+        return self._dumps(obj, self.PROTOCOL)
+
+    def loads(self, data):
+        """The object of ``data``."""
+        return self._loads(data)
+
+    def dumps_oob(self, obj):
+        """(bytes, []) : no out-of-band buffers here."""
+        return self.dumps(obj), []
+
+    def loads_oob(self, data, buffers=None):
+        """``loads``; out-of-band buffers are not used."""
+        return self.loads(data)
+
+
+pickle = Pickle()

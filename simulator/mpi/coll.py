@@ -16,11 +16,12 @@ from simulator.engine import collectives as coll
 from simulator.engine import reduction_order as order
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import CollectiveMismatchError
-from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE
+from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.datatypes import parse, parse_send, parse_vector
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.request import Request
+from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Collectives']
 
@@ -314,6 +315,60 @@ def _alltoall(self, op, sendbuf, recvbuf):
                   st.rank, r)
     return _run(self, op, (('dtype', str(recv.dtype)),), send, finish,
                 stay=True)
+
+
+class _WBuffer:
+    """An Alltoallw buffer: per-rank counts, byte displacements and
+    datatypes over one memory."""
+
+    def __init__(self, spec, size, where):
+        if isinstance(spec, (list, tuple)) and len(spec) == 3:
+            memory, (counts, displs), types = spec
+        elif isinstance(spec, (list, tuple)) and len(spec) == 4:
+            memory, counts, displs, types = spec
+        else:
+            raise ValueError('{}: expected (buffer, (counts, displs), '
+                             'datatypes), got {!r}'.format(where, spec))
+        if memory is None:
+            raise NotSimulated('{}: BOTTOM with absolute addresses is not '
+                               'simulated'.format(where))
+        raw = parse(memory, where).data
+        self.raw = raw.view(np.uint8)
+        self.counts, self.displs, self.types = (
+            [int(c) for c in counts], [int(d) for d in displs], list(types))
+        for name, items in (('counts', self.counts), ('displs', self.displs),
+                            ('datatypes', self.types)):
+            if len(items) != size:
+                raise ValueError('{}: expected {} {}, got {}'.format(
+                    where, size, name, len(items)))
+
+    def part(self, i):
+        datatype = self.types[i]
+        lo = self.displs[i]
+        hi = lo + self.counts[i] * datatype.Get_size()
+        if lo < 0 or hi > self.raw.size:
+            raise ValueError('block {} (bytes {}..{}) lies outside the '
+                             'buffer of {} bytes'.format(i, lo, hi,
+                                                         self.raw.size))
+        return self.raw[lo:hi].view(datatype.dtype)
+
+
+def _alltoallw(self, op, sendbuf, recvbuf):
+    s = self._s
+    size = len(s.group)
+    recv = _WBuffer(recvbuf, size, '{} receive buffer'.format(op))
+    if sendbuf is None or isinstance(sendbuf, InPlaceType):
+        # Others read our blocks while we overwrite them: send a snapshot.
+        send = _WBuffer((recv.raw.copy(), (recv.counts, recv.displs),
+                         recv.types), size, op)
+    else:
+        send = _WBuffer(sendbuf, size, '{} send buffer'.format(op))
+
+    def finish(st, slot):
+        for r in range(size):
+            _copy(recv.part(r), slot.args[r].part(st.rank), op, st.name,
+                  st.rank, r)
+    return _run(self, op, (), send, finish, stay=True)
 
 
 def _check_same_datatype(send, recv):
@@ -724,3 +779,12 @@ class Collectives:
         """Non-blocking Reduce_scatter."""
         return _reduce_scatter(self, 'Ireduce_scatter', sendbuf, recvbuf,
                                recvcounts, op)
+
+    def Alltoallw(self, sendbuf, recvbuf):  # noqa: N802
+        """Alltoall with per-rank counts, byte displacements and
+        datatypes."""
+        _alltoallw(self, 'Alltoallw', sendbuf, recvbuf)
+
+    def Ialltoallw(self, sendbuf, recvbuf):  # noqa: N802
+        """Non-blocking Alltoallw."""
+        return _alltoallw(self, 'Ialltoallw', sendbuf, recvbuf)

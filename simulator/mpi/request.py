@@ -151,6 +151,14 @@ class Request:
     def Free(self):  # noqa: N802
         """Forget the request (the operation still takes place)."""
 
+    def cancel(self):
+        """Lowercase ``Cancel`` (mpi4py's object-request spelling)."""
+        self.Cancel()
+
+    def get_status(self, status=None):
+        """Lowercase ``Get_status``."""
+        return self.Get_status(status)
+
     def __bool__(self):
         return not self._done
 
@@ -273,15 +281,20 @@ class Request:
 
     @staticmethod
     def waitsome(requests, statuses=None):
-        """(indices, objects) of the requests completed; at least one."""
+        """(indices, objects) of the requests completed; at least one.
+        A list ``statuses`` gets one Status per completed request."""
         if all(r._done for r in requests):
             return None, None
-        index, obj = Request.waitany(requests)
+        first = Status()
+        index, obj = Request.waitany(requests, first)
         done, objs = [index], [obj]
+        found = [first]
         for i, req in enumerate(requests):
             if i != index and not req._done and req.Get_status():
+                found.append(Status())
                 done.append(i)
-                objs.append(req.wait())
+                objs.append(req.wait(found[-1]))
+        _report(statuses, found)
         return done, objs
 
     @staticmethod
@@ -294,12 +307,25 @@ class Request:
         """(indices, objects) completed now, never blocking."""
         if all(r._done for r in requests):
             return None, None
-        done, objs = [], []
+        done, objs, found = [], [], []
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
+                found.append(Status())
                 done.append(i)
-                objs.append(req.wait())
+                objs.append(req.wait(found[-1]))
+        _report(statuses, found)
         return done, objs
+
+
+def _report(statuses, found):
+    """Fill a caller's status list the way mpi4py does (grow a list)."""
+    if statuses is None:
+        return
+    for i, status in enumerate(found):
+        if i < len(statuses):
+            statuses[i].__dict__.update(status.__dict__)
+        elif isinstance(statuses, list):
+            statuses.append(status)
 
 
 REQUEST_NULL = Request()
