@@ -51,6 +51,41 @@ class Datatype:
     def Free(self):  # noqa: N802
         """Predefined datatypes cannot be freed; a no-op."""
 
+    def Dup(self):  # noqa: N802
+        """The same (predefined) datatype."""
+        return self
+
+    @classmethod
+    def fromcode(cls, code):
+        """The datatype of a NumPy/struct type code (``'i'``, ``'d'``...)."""
+        try:
+            return from_dtype(np.dtype(code))
+        except TypeError:
+            raise ValueError('cannot map {!r} to an MPI datatype'.format(
+                code)) from None
+
+    def tocode(self):
+        """The NumPy type code of the datatype."""
+        if self.dtype is None or self.dtype.fields:
+            raise ValueError('{} has no type code'.format(self.name))
+        return self.dtype.char
+
+    @property
+    def is_predefined(self):
+        """True: derived datatypes are not simulated."""
+        return True
+
+    def _derived(self, *args, **kwargs):
+        from simulator.mpi.unsupported import not_simulated
+        raise not_simulated('derived datatypes (MPI.Datatype.Create_*)')
+
+    Create_contiguous = Create_vector = Create_hvector = _derived
+    Create_indexed = Create_hindexed = Create_indexed_block = _derived
+    Create_hindexed_block = Create_subarray = Create_darray = _derived
+    Create_resized = Create_f90_integer = Create_f90_real = _derived
+    Create_f90_complex = _derived
+    Create_struct = classmethod(_derived)
+
     size = property(Get_size)
     extent = property(lambda self: self.Get_extent()[1])
 

@@ -17,10 +17,10 @@ class NotSimulated(NotImplementedError):
 
 def not_simulated(what):
     """The error for an unsimulated ``what`` (e.g. ``'MPI.Win.Create'``)."""
-    return NotSimulated('simulator.mpi: {} is not simulated (RMA windows, '
-                        'files, sessions, intercommunicators, topologies '
-                        'and dynamic processes are outside the simulated '
-                        'subset; see README)'.format(what))
+    return NotSimulated('simulator.mpi: {} is not simulated (outside the '
+                        'simulated subset: RMA windows, files, sessions, '
+                        'intercommunicators, topologies, derived datatypes, '
+                        'dynamic processes; see the README)'.format(what))
 
 
 class _Refusing(type):
