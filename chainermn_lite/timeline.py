@@ -152,7 +152,9 @@ def record(comm, methods):
         recorder = _recorders.get(path)
         if recorder is None:
             recorder = _recorders[path] = _Recorder(path)
-        recorder.size = world.Get_size()
+        # Parts expected: the ranks of the largest communicator recorded
+        # (a job may run on part of COMM_WORLD); tracks are world ranks.
+        recorder.size = max(recorder.size or 0, comm.size)
     for name in methods:
         # object.__setattr__: CommunicatorBase may turn attributes into
         # configs.

@@ -187,11 +187,21 @@ class NcclCommunicator:
         seq = state.next_seq()
         record = CallRecord(op_name, state.world_rank, comm=state.name,
                             seq=seq, raw=capture(3))
-        slot = coll.arrive(state, seq, op_name, signature, send_view,
-                           record, combine=compute)
-        coll.wait_ready(state, slot, record)
-        result = slot.result[self._rank]
-        coll.leave(state, slot)
+        clock = state.world.clock       # virtual time (None: off)
+        if clock is not None:
+            clock.enter(state.world_rank, op_name)
+            clock.stamp(record)
+        try:
+            slot = coll.arrive(state, seq, op_name, signature, send_view,
+                               record, combine=compute)
+            coll.wait_ready(state, slot, record)
+            if clock is not None:
+                clock.collective(state.world_rank, slot)
+            result = slot.result[self._rank]
+            coll.leave(state, slot)
+        finally:
+            if clock is not None:
+                clock.leave(state.world_rank)
         return result
 
     def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream=0):  # noqa: N802,E501

@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from simulator.engine.netmodel import family_of
+
 __all__ = ['VirtualTime', 'RankClock', 'patch_time', 'payload_bytes']
 
 _thread_time = time.thread_time
@@ -35,6 +37,7 @@ _TIME_FUNCTIONS = ('time', 'perf_counter', 'monotonic')
 _REAL = {name: getattr(time, name) for name in _TIME_FUNCTIONS}
 _REAL_NS = {name + '_ns': getattr(time, name + '_ns')
             for name in _TIME_FUNCTIONS}
+_REAL_SLEEP = time.sleep
 
 # Families whose byte count is the gathered total, not one rank's share.
 _SUMMED = ('allgather', 'gather')
@@ -43,7 +46,7 @@ _SUMMED = ('allgather', 'gather')
 class RankClock:
     """A rank's virtual clock and where its time went (seconds)."""
 
-    __slots__ = ('now', 'compute', 'comm', 'wait', 'calls')
+    __slots__ = ('now', 'compute', 'comm', 'wait', 'calls', 'first_call')
 
     def __init__(self):
         self.now = 0.0
@@ -51,6 +54,12 @@ class RankClock:
         self.comm = 0.0
         self.wait = 0.0
         self.calls = 0
+        self.first_call = None  # when the rank first entered MPI
+
+    def since_first_call(self):
+        """Seconds from the first MPI call to the end (start-up, such as
+        imports, excluded), or the whole time without MPI calls."""
+        return self.now - (self.first_call or 0.0)
 
     def advance_to(self, ready, transfer):
         """Move to ``ready`` (if later): up to ``transfer`` seconds of it
@@ -169,7 +178,10 @@ class VirtualTime:
             self._span_compute(rank)
             st.op = op
             st.args = {} if self.events is not None else None
-            self.clocks[rank].calls += 1
+            clock = self.clocks[rank]
+            if clock.first_call is None:
+                clock.first_call = clock.now
+            clock.calls += 1
 
     def leave(self, rank):
         """The calling thread leaves the MPI call it entered."""
@@ -187,6 +199,15 @@ class VirtualTime:
         extra = self._local.args
         if extra is not None:
             extra.update(args)
+
+    def sleep(self, rank, seconds):
+        """The rank's program sleeps: its clock moves on by as much (a
+        sleeping thread spends no CPU time)."""
+        if self._local.depth == 0 and seconds > 0:
+            self._commit(rank)
+            clock = self.clocks[rank]
+            clock.now += seconds
+            clock.compute += seconds
 
     def read(self, rank):
         """The rank's virtual seconds, or None inside an MPI call (the
@@ -249,13 +270,19 @@ class VirtualTime:
                  c.time is not None]
         start = max(times) if times else 0.0
         sizes = [payload_bytes(a) for a in slot.args]
-        family = slot.op.lower()
-        nbytes = sum(sizes) if family.lstrip('i') in _SUMMED or \
-            family.rstrip('v') in _SUMMED else max(sizes, default=0)
+        nbytes = sum(sizes) if family_of(slot.op) in _SUMMED else \
+            max(sizes, default=0)
         nodes = {self.world.node_of[m] for m in slot.members}
         link = self.machine.links['intra' if len(nodes) == 1 else 'inter']
-        cost, algorithm = self.machine.collective_time(
-            slot.op, slot.size, nbytes, link)
+        try:
+            cost, algorithm = self.machine.collective_time(
+                slot.op, slot.size, nbytes, link)
+        except ValueError:
+            # A collective the model has no formula for must not break the
+            # program: it synchronises, like a barrier, and says so.
+            cost, _ = self.machine.collective_time('barrier', slot.size, 0,
+                                                   link)
+            algorithm = 'unmodelled (charged as a barrier)'
         return [start, cost, algorithm, nbytes]
 
     def _link(self, a, b):
@@ -315,6 +342,20 @@ def _virtual_function(name, real, ns):
     return virtual
 
 
+def _virtual_sleep():
+    from simulator.engine.actors import current
+
+    def sleep(seconds):
+        ctx = current()
+        if ctx is not None and ctx.world.clock is not None:
+            ctx.world.clock.sleep(ctx.rank, seconds)
+        _REAL_SLEEP(seconds)
+    sleep.__name__ = _REAL_SLEEP.__name__
+    sleep.__doc__ = _REAL_SLEEP.__doc__
+    sleep.simulator_virtual = True
+    return sleep
+
+
 def _rebinding_candidates():
     # Libraries keep references they took at import time (Chainer's
     # trainer: ``_get_time = time.perf_counter``). The standard library's
@@ -334,7 +375,8 @@ def _rebinding_candidates():
 def patch_time():
     """While inside, ``time.time/perf_counter/monotonic`` (and their
     ``_ns`` forms) read the calling rank's virtual clock in ranks whose
-    world has one, and real time everywhere else."""
+    world has one, and real time everywhere else; ``time.sleep`` in such
+    a rank also moves its clock on."""
     global _patched
     with _patch_lock:
         _patched += 1
@@ -346,6 +388,8 @@ def patch_time():
                                             name.endswith('_ns'))
                 table[id(real)] = (real, virtual)
                 setattr(time, name, virtual)
+            table[id(_REAL_SLEEP)] = (_REAL_SLEEP, _virtual_sleep())
+            time.sleep = table[id(_REAL_SLEEP)][1]
             for namespace in _rebinding_candidates():
                 for key, value in list(namespace.items()):
                     # By identity: module globals may hash or compare
@@ -363,6 +407,7 @@ def patch_time():
                 for name, real in list(_REAL.items()) + \
                         list(_REAL_NS.items()):
                     setattr(time, name, real)
+                time.sleep = _REAL_SLEEP
                 for namespace, key, real in _rebound:
                     if getattr(namespace.get(key), 'simulator_virtual',
                                False):

@@ -24,7 +24,7 @@ except ImportError:         # Python 3.10: JSON descriptions only
     tomllib = None
 
 __all__ = ['Link', 'Machine', 'load_machine', 'machine_path',
-           'ALGORITHMS', 'DEFAULT_MACHINE']
+           'family_of', 'ALGORITHMS', 'DEFAULT_MACHINE']
 
 _MACHINES = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'machines')
@@ -59,11 +59,19 @@ _FAMILY = {
     'alltoall': 'alltoall', 'alltoallv': 'alltoall',
     'reduce_scatter': 'reduce_scatter',
     'reduce_scatter_block': 'reduce_scatter',
+    'reducescatter': 'reduce_scatter',      # NCCL's reduceScatter
     'barrier': 'barrier', 'ibarrier': 'barrier',
     'scan': 'scan', 'exscan': 'scan',
     # Making a communicator agrees on (color, key) among all members.
     'split': 'allgather', 'split_type': 'allgather', 'dup': 'allgather',
 }
+
+
+def family_of(op):
+    """The collective family of an op name (``Iallreduce``,
+    ``ncclAllReduce`` -> ``'allreduce'``), or None."""
+    name = op.lower()
+    return _FAMILY.get(name[4:] if name.startswith('nccl') else name)
 
 
 class Link:
@@ -180,7 +188,7 @@ class Machine:
         """(seconds, algorithm) for collective ``op`` over ``p`` ranks
         moving ``nbytes`` (per rank for reductions and broadcasts, the
         gathered total for gathers and all-to-all) over ``link``."""
-        family = _FAMILY.get(op.lower())
+        family = family_of(op)
         if family is None:
             raise ValueError('no cost model for collective {!r}'.format(op))
         algorithm = self.algorithm(family, nbytes)

@@ -221,16 +221,22 @@ class Request:
         active = [r for r in requests if not r._done]
         if not active:
             return UNDEFINED, None
-        activities = [r._waitable() for r in active]
-        if all(a is not None for a in activities):
-            activity.wait_any(activities)
+        if any(r._waitable() is None for r in active):
+            # Requests that are not one engine activity (persistent,
+            # paired): the first complete one, else wait for the first.
+            for i, req in enumerate(requests):
+                if not req._done and req.Get_status():
+                    return i, req.wait(status)
+            i = requests.index(active[0])
+            return i, requests[i].wait(status)
+        chosen = active[activity.wait_any([r._activity for r in active])]
+        if chosen._activity.world.schedule is not None:
+            # The schedule chose which one completes (not the first).
+            return requests.index(chosen), chosen.wait(status)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
                 return i, req.wait(status)
-        # A request without one engine activity (persistent, paired):
-        # wait for the first active one.
-        i = requests.index(active[0])
-        return i, requests[i].wait(status)
+        raise AssertionError('waitany woke without a ready request')
 
     def _waitable(self):
         """The engine activity to wait for (None when not one)."""
@@ -246,6 +252,14 @@ class Request:
     def testany(requests, status=None):
         """(index, flag, object) of a completed request, never
         blocking."""
+        active = [(i, r) for i, r in enumerate(requests) if not r._done]
+        if active and all(r._waitable() is not None for _, r in active) \
+                and active[0][1]._activity.world.schedule is not None:
+            # Which complete request it reports is the schedule's choice.
+            k = activity.test_any([r._activity for _, r in active])
+            if k is None:
+                return UNDEFINED, False, None
+            return active[k][0], True, active[k][1].wait(status)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
                 return i, True, req.wait(status)
@@ -275,57 +289,64 @@ class Request:
 
     @staticmethod
     def Waitsome(requests, statuses=None):  # noqa: N802
-        """Wait for at least one; indices of those completed (None when
-        none was active)."""
+        """Wait until some requests complete; their indices (None when
+        none is active)."""
         return Request.waitsome(requests, statuses)[0]
 
     @staticmethod
     def waitsome(requests, statuses=None):
-        """(indices, objects) of the requests completed; at least one.
-        A list ``statuses`` gets one Status per completed request."""
-        if all(r._done for r in requests):
+        """(indices, objects) of at least one completed request."""
+        active = [(i, r) for i, r in enumerate(requests) if not r._done]
+        if not active:
             return None, None
-        first = Status()
-        index, obj = Request.waitany(requests, first)
-        done, objs = [index], [obj]
-        found = [first]
-        for i, req in enumerate(requests):
-            if i != index and not req._done and req.Get_status():
-                found.append(Status())
-                done.append(i)
-                objs.append(req.wait(found[-1]))
-        _report(statuses, found)
-        return done, objs
+        if any(r._waitable() is None for _, r in active):
+            index, _ = Request.waitany([r for _, r in active])
+            picked = [index] + [k for k, (_, r) in enumerate(active)
+                                if k != index and not r._done and
+                                r.Get_status()]
+            return Request._completed(active, picked, statuses)
+        return Request._completed(active, activity.wait_some(
+            [r._activity for _, r in active]), statuses)
 
     @staticmethod
     def Testsome(requests, statuses=None):  # noqa: N802
-        """Indices of the requests completed now (possibly [])."""
+        """Indices of the requests complete now (None when none is
+        active); never blocks."""
         return Request.testsome(requests, statuses)[0]
 
     @staticmethod
     def testsome(requests, statuses=None):
-        """(indices, objects) completed now, never blocking."""
-        if all(r._done for r in requests):
+        """(indices, objects) of the requests complete now."""
+        active = [(i, r) for i, r in enumerate(requests) if not r._done]
+        if not active:
             return None, None
-        done, objs, found = [], [], []
-        for i, req in enumerate(requests):
-            if not req._done and req.Get_status():
-                found.append(Status())
-                done.append(i)
-                objs.append(req.wait(found[-1]))
-        _report(statuses, found)
-        return done, objs
+        if any(r._waitable() is None for _, r in active):
+            return Request._completed(active, [
+                k for k, (_, r) in enumerate(active) if r.Get_status()],
+                statuses)
+        return Request._completed(active, activity.test_some(
+            [r._activity for _, r in active]), statuses)
 
-
-def _report(statuses, found):
-    """Fill a caller's status list the way mpi4py does (grow a list)."""
-    if statuses is None:
-        return
-    for i, status in enumerate(found):
-        if i < len(statuses):
-            statuses[i].__dict__.update(status.__dict__)
-        elif isinstance(statuses, list):
-            statuses.append(status)
+    @staticmethod
+    def _completed(active, picked, statuses):
+        indices, objects = [], []
+        for k in picked:
+            i, req = active[k]
+            n = len(indices)
+            st = statuses[n] if statuses is not None and \
+                n < len(statuses) else None
+            if st is None and isinstance(statuses, list):
+                # mpi4py grows a list of statuses to the count completed
+                st = Status()
+                statuses.append(st)
+            if req._done:       # completed by waitany just above
+                objects.append(req._result)
+                if st is not None and getattr(req, '_status', None):
+                    st.__dict__.update(req._status.__dict__)
+            else:
+                objects.append(req.wait(st))
+            indices.append(i)
+        return indices, objects
 
 
 REQUEST_NULL = Request()

@@ -126,3 +126,81 @@ def test_summary_names_the_slowest_rank_and_time_is_real_outside():
     assert len(lines) == 2 + 2
     with pytest.raises(ValueError, match='compute_scale must be positive'):
         _clock(scale=0)
+
+
+def test_sleep_moves_the_clock_on():
+    def body(comm):
+        before = time.perf_counter()
+        time.sleep(0.02)
+        return time.perf_counter() - before
+    clock = _clock()
+    slept = simulator.run(body, 2, clock=clock)
+    assert all(s == pytest.approx(0.02, abs=1e-6) for s in slept)
+    assert time.sleep.__module__ == 'time'
+
+
+def test_a_message_that_arrived_during_compute_costs_no_wait():
+    # rank 1 posts Irecv, then works 20 ms (a sleep): the 9 ms message
+    # has arrived by its Wait, which then costs nothing; without the
+    # work, the Wait lasts until the arrival.
+    def body(comm, work):
+        buf = np.zeros(NBYTES, np.uint8)
+        if comm.Get_rank() == 0:
+            comm.Send(buf, 1)
+            return
+        req = comm.Irecv(buf, 0)
+        time.sleep(work)
+        req.Wait()
+    for work, expected in ((0.02, 0.02), (0.0, HOP)):
+        clock = _clock()
+        simulator.run(lambda comm, w=work: body(comm, w), 2, clock=clock)
+        assert clock.clocks[1].now == pytest.approx(expected, abs=1e-6)
+
+
+def test_iallreduce_overlaps_compute():
+    def body(comm):
+        out = np.empty(1, np.float64)
+        req = comm.Iallreduce(np.ones(1), out)
+        time.sleep(0.02)
+        req.Wait()
+        return out[0]
+    clock = _clock()
+    assert simulator.run(body, 2, clock=clock) == [2.0, 2.0]
+    # one latency + 8 bytes (recursive doubling) hides in the 20 ms
+    assert [c.now for c in clock.clocks] == [pytest.approx(0.02, abs=1e-6)] * 2
+
+
+def test_nccl_collectives_are_timed_like_mpi_ones():
+    from simulator import nccl
+
+    def body(comm):
+        uid = comm.bcast(nccl.get_unique_id() if comm.Get_rank() == 0
+                         else None)
+        nc = nccl.NcclCommunicator(comm.Get_size(), uid, comm.Get_rank())
+        x = np.ones(NBYTES // 4, np.float32)
+        before = time.perf_counter()
+        nc.allReduce(x.ctypes.data, x.ctypes.data, x.size,
+                     nccl.NCCL_FLOAT32, nccl.NCCL_SUM, 0)
+        return time.perf_counter() - before, x[0]
+    clock = _clock(collectives={'allreduce': 'ring'})
+    results = simulator.run(body, 2, clock=clock)
+    # ring over 2 ranks: 2 latencies + the whole buffer once, from the
+    # last arrival (whose own wait is just that)
+    assert [r[1] for r in results] == [2.0, 2.0]
+    assert min(r[0] for r in results) == pytest.approx(
+        2 * LATENCY + NBYTES / BANDWIDTH, abs=1e-6)
+
+
+def test_allgather_is_charged_for_the_gathered_total():
+    # ring allgather over 4 ranks of 1,000 bytes each: 3 latencies and
+    # 3/4 of the 4,000 gathered bytes through each rank's link
+    def body(comm):
+        out = np.empty(4000, np.uint8)
+        comm.Barrier()
+        before = time.perf_counter()
+        comm.Allgather(np.zeros(1000, np.uint8), out)
+        return time.perf_counter() - before
+    clock = _clock(collectives={'allgather': 'ring'})
+    spent = simulator.run(body, 4, clock=clock)
+    assert min(spent) == pytest.approx(3 * LATENCY + 3000 / BANDWIDTH,
+                                       abs=1e-6)

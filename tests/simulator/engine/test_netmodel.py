@@ -94,3 +94,15 @@ def test_json_description_and_bad_values(tmp_path):
     with pytest.raises(ValueError, match="allreduce cannot use algorithm "
                        "'tree'"):
         _machine(allreduce='tree')
+
+
+def test_nccl_names_map_to_their_families():
+    m = _machine(allreduce='ring')
+    link = m.links['intra']
+    assert m.collective_time('ncclAllReduce', 4, 1 << 20, link) == \
+        m.collective_time('Allreduce', 4, 1 << 20, link)
+    assert m.collective_time('ncclReduceScatter', 4, 1 << 20, link)[1] == \
+        'ring'
+    with pytest.raises(ValueError, match="no cost model for collective "
+                       "'Frobnicate'"):
+        m.collective_time('Frobnicate', 2, 0, link)

@@ -1,5 +1,7 @@
 """simulator.tools.timeline and the virtual-time options of python -m
-simulator: Trace Event files, the end-of-run line, the scaling table."""
+simulator: Trace Event files, the end-of-run line, the scaling table, the
+SVG picture. (Not test_timeline.py: pytest imports test modules by
+basename, and chainermn_lite's has that name.)"""
 import json
 import os
 import subprocess
@@ -82,3 +84,19 @@ def test_bad_options_name_the_value():
     assert done.returncode == 2 and '-n N' in done.stderr
     done = _simulator('-n', '2', '--machine', 'nowhere', RING)
     assert done.returncode == 2 and "'nowhere'" in done.stderr
+
+
+def test_svg_picture_of_a_trace(tmp_path):
+    path = str(tmp_path / 'run.json')
+    assert _simulator('-n', '3', '--timeline', path, RING).returncode == 0
+    svg = str(tmp_path / 'run.svg')
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, '-m', 'simulator.tools.timeline',
+                           path, '-o', svg], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    text = open(svg).read()
+    assert text.startswith('<svg') and text.endswith('</svg>')
+    assert [text.count('>rank {}<'.format(r)) for r in range(3)] == [1] * 3
+    assert text.count('<line ') == 3             # one arrow per sendrecv
+    assert '<title>sendrecv' in text
