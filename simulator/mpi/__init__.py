@@ -13,7 +13,7 @@ import numpy as np
 from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.mpi import constants as _constants
-from simulator.mpi.comm import Comm, Intracomm, NullComm
+from simulator.mpi.comm import COMM_NULL, Comm, Intracomm
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Datatype, from_dtype)
@@ -120,7 +120,6 @@ class _RankLocalComm(Intracomm):
 
 COMM_WORLD = _RankLocalComm('COMM_WORLD')
 COMM_SELF = _RankLocalComm('COMM_SELF')
-COMM_NULL = NullComm()
 
 
 def Get_processor_name():  # noqa: N802

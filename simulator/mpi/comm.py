@@ -25,7 +25,7 @@ from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
 
-__all__ = ['Comm', 'Intracomm', 'NullComm']
+__all__ = ['Comm', 'Intracomm', 'NullComm', 'COMM_NULL']
 
 
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
@@ -41,7 +41,23 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     __module__ = 'simulator.mpi'
 
     def __init__(self, state=None):
+        if isinstance(state, Comm):
+            # Comm(comm): another handle to the same communicator
+            state = state._state
         self._state = state
+
+    def __reduce__(self):
+        state = self._state
+        if state is None:
+            return 'COMM_NULL' if self is _null_constant() else \
+                (NullComm, ())
+        if state.name in ('MPI_COMM_WORLD', 'MPI_COMM_SELF') and \
+                state.ctx in (('world',), ('self', state.world_rank)):
+            label = state.name[4:]
+            return label if type(self).__name__ == '_RankLocalComm' else \
+                (_handle_to, (label,))
+        raise ValueError('cannot serialize {!r}: communicators belong to '
+                         'the process'.format(self))
 
     @property
     def _s(self):
@@ -253,6 +269,42 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     Clone = Dup
 
+    def Idup_with_info(self, info):  # noqa: N802
+        """Idup; hints are ignored."""
+        return self.Idup(info)
+
+    def Get_topology(self):  # noqa: N802
+        """UNDEFINED: topologies are not simulated."""
+        self._s  # noqa: B018
+        return UNDEFINED
+
+    def Attach_buffer(self, buf):  # noqa: N802
+        """Accepted: simulated buffered sends never run out of buffer."""
+
+    def Detach_buffer(self):  # noqa: N802
+        """Accepted; no buffer was kept."""
+        return None
+
+    def Flush_buffer(self):  # noqa: N802
+        """Nothing to flush (buffered sends are eager)."""
+
+    def Iflush_buffer(self):  # noqa: N802
+        """Flush_buffer, as a completed request."""
+        return Request()
+
+    @classmethod
+    def Get_parent(cls):  # noqa: N802
+        """COMM_NULL: no process was spawned (not simulated)."""
+        return _null_constant()
+
+    @classmethod
+    def Create_from_group(cls, group, stringtag='org.mpi4py',  # noqa: N802
+                          info=None, errhandler=None):
+        """MPI 4 sessions' constructor: not simulated (MPI 3.1 here)."""
+        from simulator.mpi.unsupported import not_simulated
+        raise not_simulated('Intracomm.Create_from_group (MPI 4 '
+                            'sessions)')
+
     def Idup(self, info=None):  # noqa: N802
         """Dup, returned with a completed request: (comm, request)."""
         return self.Dup(info), Request()
@@ -338,3 +390,15 @@ class Intracomm(Comm):
 def NullComm():  # noqa: N802 -- mirrors the COMM_NULL constant
     """A fresh null communicator handle."""
     return Intracomm(None)
+
+
+COMM_NULL = Intracomm(None)
+
+
+def _null_constant():
+    return COMM_NULL
+
+
+def _handle_to(label):
+    """A new handle to this rank's COMM_WORLD / COMM_SELF (unpickling)."""
+    return Intracomm(current().local['mpi'][label])
