@@ -229,8 +229,8 @@ class Request:
                     return i, req.wait(status)
             i = requests.index(active[0])
             return i, requests[i].wait(status)
-        chosen = active[activity.wait_any([r._activity for r in active])]
-        if chosen._activity.world.schedule is not None:
+        chosen = active[activity.wait_any([r._waitable() for r in active])]
+        if chosen._waitable().world.schedule is not None:
             # The schedule chose which one completes (not the first).
             return requests.index(chosen), chosen.wait(status)
         for i, req in enumerate(requests):
@@ -254,9 +254,9 @@ class Request:
         blocking."""
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if active and all(r._waitable() is not None for _, r in active) \
-                and active[0][1]._activity.world.schedule is not None:
+                and active[0][1]._waitable().world.schedule is not None:
             # Which complete request it reports is the schedule's choice.
-            k = activity.test_any([r._activity for _, r in active])
+            k = activity.test_any([r._waitable() for _, r in active])
             if k is None:
                 return UNDEFINED, False, None
             return active[k][0], True, active[k][1].wait(status)
@@ -306,7 +306,7 @@ class Request:
                                 r.Get_status()]
             return Request._completed(active, picked, statuses)
         return Request._completed(active, activity.wait_some(
-            [r._activity for _, r in active]), statuses)
+            [r._waitable() for _, r in active]), statuses)
 
     @staticmethod
     def Testsome(requests, statuses=None):  # noqa: N802
@@ -325,7 +325,7 @@ class Request:
                 k for k, (_, r) in enumerate(active) if r.Get_status()],
                 statuses)
         return Request._completed(active, activity.test_some(
-            [r._activity for _, r in active]), statuses)
+            [r._waitable() for _, r in active]), statuses)
 
     @staticmethod
     def _completed(active, picked, statuses):
