@@ -19,14 +19,14 @@ from simulator.engine.activity import Activity
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'Message', 'Send', 'Recv',
            'post_send', 'post_recv', 'find_message', 'cancel', 'candidates',
-           'recv_candidates', 'match']
+           'recv_candidates', 'match', 'take_message']
 
 # The wildcard and null peers, with MPI's (and Open MPI's) values.
 ANY_SOURCE = -1
 ANY_TAG = -1
 PROC_NULL = -2
 
-PROBES = ('Probe', 'probe')
+PROBES = ('Probe', 'probe', 'Mprobe', 'mprobe')
 _HISTORY = 4            # senders remembered per channel, for reports
 
 
@@ -267,3 +267,18 @@ def cancel(recv):
     if world.schedule is not None:
         _rematch(world, recv.rank, recv.ctx)
     return True
+
+
+def take_message(world, rank, ctx, source, tag):
+    """Remove and return the first queued message for ``rank`` matching
+    (source, tag), as a matched probe does; a rendezvous send it belongs
+    to completes. None when nothing matches."""
+    msg = find_message(world, rank, ctx, source, tag, True)
+    if msg is None:
+        return None
+    world.version += 1
+    send = msg.send
+    if send is not None:
+        send.matched = True
+        world.wake(send.rank)
+    return msg

@@ -13,29 +13,51 @@ import numpy as np
 from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.mpi import constants as _constants
-from simulator.mpi.comm import Comm, Intracomm, NullComm
+from simulator.mpi.comm import COMM_NULL, Comm, Intracomm
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Datatype, from_dtype)
+from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
                                    INFO_NULL, Errhandler, Info)
+from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
+from simulator.mpi.prequest import Prequest
 from simulator.mpi.request import REQUEST_NULL, Request, Status
+from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
+from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
+from simulator.mpi.unsupported import NotSimulated
+from simulator.mpi.values import VALUES as _VALUES
 
 __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'COMM_WORLD', 'COMM_SELF', 'COMM_NULL', 'REQUEST_NULL',
-            'DATATYPE_NULL', 'OP_NULL', 'Get_processor_name', 'Wtime',
+            'DATATYPE_NULL', 'Get_processor_name', 'Wtime',
             'Wtick', 'Init', 'Init_thread', 'Finalize', 'Is_initialized',
             'Is_finalized', 'Query_thread', 'Is_thread_main', 'Get_version',
             'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION',
             'MAX_PROCESSOR_NAME', 'Info', 'INFO_NULL', 'Errhandler',
-            'ERRORS_RETURN', 'ERRORS_ARE_FATAL']
+            'ERRORS_RETURN', 'ERRORS_ARE_FATAL', 'ERRORS_ABORT',
+            'ERRHANDLER_NULL', 'get_vendor', 'NotSimulated', 'WIN_NULL',
+            'FILE_NULL', 'SESSION_NULL', 'Pcontrol', 'Get_error_class',
+            'Get_error_string', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
+            'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
+            'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
+            'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
+            'pickle']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
-           + sorted(OP_NAMES))
+           + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
+           + sorted(_REFUSED))
 
 globals().update(DATATYPE_NAMES)
 globals().update(OP_NAMES)
-OP_NULL = Op('MPI_OP_NULL')
+globals().update(_VALUES)
+globals().update(_UNSUPPORTED)
+globals().update(_REFUSED)
+WIN_NULL = _UNSUPPORTED['Win']()
+FILE_NULL = _UNSUPPORTED['File']()
+SESSION_NULL = _UNSUPPORTED['Session']()
+ERRORS_ABORT = Errhandler('MPI_ERRORS_ABORT')
+ERRHANDLER_NULL = Errhandler('MPI_ERRHANDLER_NULL')
 VERSION, SUBVERSION = 3, 1
 MAX_PROCESSOR_NAME = 256
 
@@ -98,7 +120,6 @@ class _RankLocalComm(Intracomm):
 
 COMM_WORLD = _RankLocalComm('COMM_WORLD')
 COMM_SELF = _RankLocalComm('COMM_SELF')
-COMM_NULL = NullComm()
 
 
 def Get_processor_name():  # noqa: N802
@@ -160,3 +181,100 @@ def Get_library_version():  # noqa: N802
     return 'simulator.mpi (threads in one process)'
 
 
+def get_vendor():
+    """("Open MPI", (5, 0, 11)): the simulator reproduces that library's
+    semantics (reduction orders, error classes, constants), so code that
+    branches on the vendor takes the branch it would take on the cluster."""
+    return 'Open MPI', (5, 0, 11)
+
+
+def Pcontrol(level):  # noqa: N802
+    """Profiling control: accepted and ignored, as without a profiler."""
+    if not isinstance(level, int):
+        raise TypeError('Pcontrol level must be an int, got {!r}'.format(
+            level))
+
+
+def Get_error_class(errorcode):  # noqa: N802
+    """The error class of an error code (the code itself here)."""
+    return errorcode
+
+
+def Get_error_string(errorcode):  # noqa: N802
+    """MPI's text for an error code."""
+    return str(_constants.Exception(errorcode))
+
+
+
+
+def Alloc_mem(size, info=None):  # noqa: N802
+    """``size`` bytes of memory (a bytearray: ordinary process memory)."""
+    if not isinstance(size, int) or size < 0:
+        raise _constants.Exception(_constants.ERR_ARG, 'Alloc_mem size '
+                                   '{!r} must be an int >= 0'.format(size))
+    return bytearray(size)
+
+
+def Free_mem(mem):  # noqa: N802
+    """Release memory from Alloc_mem (the garbage collector does)."""
+
+
+def Attach_buffer(buf):  # noqa: N802
+    """Accepted: simulated buffered sends never run out of buffer."""
+
+
+def Detach_buffer():  # noqa: N802
+    """Accepted; returns None (no buffer was kept)."""
+    return None
+
+
+def Flush_buffer():  # noqa: N802
+    """Buffered sends are delivered eagerly: nothing to flush."""
+
+
+def Iflush_buffer():  # noqa: N802
+    """Flush_buffer, as a completed request."""
+    return Request()
+
+
+def Get_address(location):  # noqa: N802
+    """The address of a buffer's first byte."""
+    from simulator.mpi.datatypes import parse
+    data = parse(location, 'Get_address').data
+    return data.__array_interface__['data'][0]
+
+
+class Pickle:
+    """``MPI.pickle``: how object messages are serialized (the standard
+    pickle at its highest protocol; the simulator's object calls use the
+    same)."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, dumps=None, loads=None, protocol=None,
+                 threshold=None):
+        import pickle as _pickle
+        self._dumps = dumps or _pickle.dumps
+        self._loads = loads or _pickle.loads
+        self.PROTOCOL = _pickle.HIGHEST_PROTOCOL if protocol is None \
+            else protocol
+        self.THRESHOLD = 262144 if threshold is None else threshold
+
+    def dumps(self, obj):
+        """The bytes of ``obj``."""
+        return self._dumps(obj, self.PROTOCOL)
+
+    def loads(self, data):
+        """The object of ``data``."""
+        return self._loads(data)
+
+    def dumps_oob(self, obj):
+        """(bytes, []) : no out-of-band buffers here."""
+        return self.dumps(obj), []
+
+    def loads_oob(self, data, buffers=None):
+        """``loads``; out-of-band buffers are not used."""
+        return self.loads(data)
+
+
+pickle = Pickle()

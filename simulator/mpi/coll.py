@@ -16,11 +16,12 @@ from simulator.engine import collectives as coll
 from simulator.engine import reduction_order as order
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import CollectiveMismatchError
-from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE
+from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.datatypes import parse, parse_vector
+from simulator.mpi.datatypes import parse, parse_send, parse_vector
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.request import Request
+from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Collectives']
 
@@ -49,8 +50,17 @@ def _start(comm, op, signature, arg, combine=None, detail=None,
 
 
 def _run(comm, op, signature, arg, finish=None, combine=None,
-         stay=False):
-    """One blocking collective: arrive, wait, finish, leave."""
+         stay=False, after=None):
+    """One collective: arrive, wait, finish, leave; ``after(out)`` runs
+    on this rank's output once every rank has left.
+
+    An ``I``-named op (``Igather``...) is the same collective started
+    without waiting: it returns a request that completes it.
+    """
+    if op in _NONBLOCKING:
+        s, slot, record = _start(comm, op, signature, arg, combine)
+        return _CollectiveRequest(s, slot, record, finish, stay=stay,
+                                  after=after)
     s, slot, record = _start(comm, op, signature, arg, combine)
     coll.wait_ready(s, slot, record)
     if s.world.clock is not None:
@@ -61,13 +71,24 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
         coll.leave(s, slot)
     if stay:
         coll.wait_departed(s, slot, record)
-    return out
+    return out if after is None else after(out)
+
+
+# Non-blocking collectives built by _run from their blocking algorithm.
+_NONBLOCKING = frozenset((
+    'Igather', 'Igatherv', 'Iscatter', 'Iscatterv', 'Iallgather',
+    'Iallgatherv', 'Ialltoall', 'Ialltoallv', 'Ialltoallw', 'Ireduce',
+    'Ireduce_scatter', 'Ireduce_scatter_block', 'Iscan', 'Iexscan',
+    'Ibcast', 'Ibarrier'))
 
 
 def _check_op(op, dtype=None, where=None):
     if not isinstance(op, Op):
         raise TypeError('expected a simulator.mpi Op (SUM, MAX...), got '
                         '{!r}'.format(op))
+    if not op:
+        raise MPIException(ERR_OP, '{}: OP_NULL is not a '
+                           'reduction'.format(where or 'reduction'))
     if dtype is not None:
         kinds = _OP_KINDS.get(op.name)
         if kinds is not None and np.dtype(dtype).kind not in kinds:
@@ -81,20 +102,25 @@ def _check_op(op, dtype=None, where=None):
 _OP_KINDS = {'MPI_SUM': 'iufc', 'MPI_PROD': 'iufc', 'MPI_MAX': 'iuf',
              'MPI_MIN': 'iuf', 'MPI_LAND': 'iub', 'MPI_LOR': 'iub',
              'MPI_LXOR': 'iub', 'MPI_BAND': 'iu', 'MPI_BOR': 'iu',
-             'MPI_BXOR': 'iu'}
+             'MPI_BXOR': 'iu', 'MPI_MAXLOC': 'V', 'MPI_MINLOC': 'V',
+             'MPI_OP_NULL': '', 'MPI_REPLACE': '', 'MPI_NO_OP': ''}
 
 
 class _CollectiveRequest(Request):
-    """A non-blocking collective: completes when every rank has joined."""
+    """A non-blocking collective: completes when every rank has joined
+    (and, with ``stay``, left: others read this rank's buffers)."""
 
-    def __init__(self, state, slot, record, finish=None, stay=False):
+    def __init__(self, state, slot, record, finish=None, stay=False,
+                 after=None):
         super().__init__(activity.Condition(state.world, record.rank,
                                             record, self._ready))
         self._state_ = state
         self._slot = slot
         self._finish_fn = finish
         self._stay = stay
+        self._after = after
         self._left = False
+        self._out = None
 
     def _ready(self):
         if not self._slot.ready:
@@ -108,6 +134,11 @@ class _CollectiveRequest(Request):
             self._part()
         if self._stay:
             coll.wait_departed(self._state_, self._slot, self.record)
+        return self._done_now()
+
+    def _done_now(self):
+        if self._after is not None:
+            self._after(self._out)
         return None
 
     def _part(self):
@@ -116,7 +147,7 @@ class _CollectiveRequest(Request):
             clock.collective(self._state_.world_rank, self._slot)
         try:
             if self._finish_fn is not None:
-                self._finish_fn(self._state_, self._slot)
+                self._out = self._finish_fn(self._state_, self._slot)
         finally:
             self._left = True
             coll.leave(self._state_, self._slot)
@@ -155,6 +186,7 @@ class _CollectiveRequest(Request):
         if not self._progress():
             return False, None
         self._done = True
+        self._done_now()
         return True, None
 
     def Get_status(self, status=None):  # noqa: N802
@@ -213,8 +245,8 @@ def _gather(self, op, sendbuf, recvbuf, root, vector):
     size = len(s.group)
     at_root = s.rank == root
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
-                        default_equal=True) if at_root else None
-    send = parse(sendbuf, '{} send buffer'.format(op))
+                        vector=vector) if at_root else None
+    send = parse_send(sendbuf, '{} send buffer'.format(op))
     if send is not None and send.in_place:
         if not at_root:
             raise ValueError('{}: IN_PLACE is only valid at the root '
@@ -230,7 +262,7 @@ def _gather(self, op, sendbuf, recvbuf, root, vector):
                 if r != st.rank or not send.in_place:
                     _copy(recv.part(r), slot.args[r], op, st.name, root, r)
     sig = (('root', root),) if vector else (('root', root),)
-    _run(self, op, sig, mine, finish, stay=True)
+    return _run(self, op, sig, mine, finish, stay=True)
 
 
 def _scatter(self, op, sendbuf, recvbuf, root):
@@ -238,9 +270,9 @@ def _scatter(self, op, sendbuf, recvbuf, root):
     s = self._s
     size = len(s.group)
     at_root = s.rank == root
-    send = parse_vector(sendbuf, size, '{} send buffer'.format(op)) \
-        if at_root else None
-    recv = parse(recvbuf, '{} receive buffer'.format(op))
+    send = parse_vector(sendbuf, size, '{} send buffer'.format(op),
+                        vector=op.endswith('v')) if at_root else None
+    recv = parse_send(recvbuf, '{} receive buffer'.format(op))
     in_place = recv is not None and recv.in_place
     if in_place and not at_root:
         raise ValueError('{}: IN_PLACE is only valid at the root (rank {} '
@@ -251,14 +283,15 @@ def _scatter(self, op, sendbuf, recvbuf, root):
             return
         _copy(recv.head(), slot.args[root].part(st.rank), op, st.name,
               st.rank, root)
-    _run(self, op, (('root', root),), send, finish, stay=True)
+    return _run(self, op, (('root', root),), send, finish, stay=True)
 
 
 def _allgather(self, op, sendbuf, recvbuf):
     s = self._s
     size = len(s.group)
-    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op))
-    send = parse(sendbuf, '{} send buffer'.format(op))
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
+                        vector=op.endswith('v'))
+    send = parse_send(sendbuf, '{} send buffer'.format(op))
     in_place = send.in_place
     mine = recv.part(s.rank) if in_place else send.head()
 
@@ -266,26 +299,85 @@ def _allgather(self, op, sendbuf, recvbuf):
         for r in range(size):
             if r != st.rank or not in_place:
                 _copy(recv.part(r), slot.args[r], op, st.name, st.rank, r)
-    _run(self, op, (('dtype', str(recv.dtype)),), mine, finish, stay=True)
+    return _run(self, op, (('dtype', str(recv.dtype)),), mine, finish,
+                stay=True)
 
 
 def _alltoall(self, op, sendbuf, recvbuf):
     s = self._s
     size = len(s.group)
-    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op))
-    send = parse(sendbuf, '{} send buffer'.format(op))
+    vector = op.endswith('v')
+    recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
+                        vector=vector)
+    send = parse_send(sendbuf, '{} send buffer'.format(op))
     if send.in_place:
         # Others read our blocks while we overwrite them: send a snapshot.
         send = parse_vector([recv.data.copy(), recv.counts, recv.displs,
                              recv.datatype], size, op)
     else:
-        send = parse_vector(sendbuf, size, '{} send buffer'.format(op))
+        send = parse_vector(sendbuf, size, '{} send buffer'.format(op),
+                            vector=vector)
 
     def finish(st, slot):
         for r in range(size):
             _copy(recv.part(r), slot.args[r].part(st.rank), op, st.name,
                   st.rank, r)
-    _run(self, op, (('dtype', str(recv.dtype)),), send, finish, stay=True)
+    return _run(self, op, (('dtype', str(recv.dtype)),), send, finish,
+                stay=True)
+
+
+class _WBuffer:
+    """An Alltoallw buffer: per-rank counts, byte displacements and
+    datatypes over one memory."""
+
+    def __init__(self, spec, size, where):
+        if isinstance(spec, (list, tuple)) and len(spec) == 3:
+            memory, (counts, displs), types = spec
+        elif isinstance(spec, (list, tuple)) and len(spec) == 4:
+            memory, counts, displs, types = spec
+        else:
+            raise ValueError('{}: expected (buffer, (counts, displs), '
+                             'datatypes), got {!r}'.format(where, spec))
+        if memory is None:
+            raise NotSimulated('{}: BOTTOM with absolute addresses is not '
+                               'simulated'.format(where))
+        raw = parse(memory, where).data
+        self.raw = raw.view(np.uint8)
+        self.counts, self.displs, self.types = (
+            [int(c) for c in counts], [int(d) for d in displs], list(types))
+        for name, items in (('counts', self.counts), ('displs', self.displs),
+                            ('datatypes', self.types)):
+            if len(items) != size:
+                raise ValueError('{}: expected {} {}, got {}'.format(
+                    where, size, name, len(items)))
+
+    def part(self, i):
+        datatype = self.types[i]
+        lo = self.displs[i]
+        hi = lo + self.counts[i] * datatype.Get_size()
+        if lo < 0 or hi > self.raw.size:
+            raise ValueError('block {} (bytes {}..{}) lies outside the '
+                             'buffer of {} bytes'.format(i, lo, hi,
+                                                         self.raw.size))
+        return self.raw[lo:hi].view(datatype.dtype)
+
+
+def _alltoallw(self, op, sendbuf, recvbuf):
+    s = self._s
+    size = len(s.group)
+    recv = _WBuffer(recvbuf, size, '{} receive buffer'.format(op))
+    if sendbuf is None or isinstance(sendbuf, InPlaceType):
+        # Others read our blocks while we overwrite them: send a snapshot.
+        send = _WBuffer((recv.raw.copy(), (recv.counts, recv.displs),
+                         recv.types), size, op)
+    else:
+        send = _WBuffer(sendbuf, size, '{} send buffer'.format(op))
+
+    def finish(st, slot):
+        for r in range(size):
+            _copy(recv.part(r), slot.args[r].part(st.rank), op, st.name,
+                  st.rank, r)
+    return _run(self, op, (), send, finish, stay=True)
 
 
 def _check_same_datatype(send, recv):
@@ -298,7 +390,7 @@ def _check_same_datatype(send, recv):
 
 def _reduction_buffers(self, op_name, sendbuf, recvbuf):
     recv = parse(recvbuf, '{} receive buffer'.format(op_name))
-    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    send = parse_send(sendbuf, '{} send buffer'.format(op_name))
     _check_same_datatype(send, recv)
     if send.in_place:
         source = recv.head()
@@ -382,7 +474,7 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     s = self._s
     size = len(s.group)
     recv = parse(recvbuf, '{} receive buffer'.format(op_name))
-    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    send = parse_send(sendbuf, '{} send buffer'.format(op_name))
     _check_same_datatype(send, recv)
     in_place = send.in_place
     source = recv.data if in_place else send.data
@@ -421,9 +513,49 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
 
     sig = (('op', op.name), ('counts', tuple(counts)),
            ('dtype', str(source.dtype)))
-    tmp = _run(self, op_name, sig, source[:total], finish, stay=True)
-    # Written only after everyone left: with IN_PLACE our buffer was input.
-    dest[...] = tmp
+    def after(tmp):
+        # Written only after everyone left: with IN_PLACE our buffer was
+        # input.
+        dest[...] = tmp
+    return _run(self, op_name, sig, source[:total], finish, stay=True,
+                after=after)
+
+
+def _reduce(self, name, sendbuf, recvbuf, op, root):
+    op = _check_op(op)
+    root = self._root(root)
+    s = self._s
+    at_root = s.rank == root
+    send = parse_send(sendbuf, '{} send buffer'.format(name))
+    recv = parse(recvbuf, '{} receive buffer'.format(name)) \
+        if at_root else None
+    if send.in_place:
+        if not at_root:
+            raise ValueError('{}: IN_PLACE is only valid at the root'.format(
+                name))
+        source = recv.head()
+    else:
+        source = send.head()
+    _check_op(op, source.dtype, name)
+    if at_root:
+        _check_same_datatype(send, recv)
+    out = recv.head(source.size) if at_root else None
+
+    def combine(args):
+        _check_blocks(name, s.name, args)
+        result = np.empty_like(args[0])
+        plan = order.reduce_plan(len(args), source.size, source.itemsize,
+                                 root, op.commute)
+        order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
+        return result
+
+    def finish(st, slot):
+        if at_root:
+            out[...] = slot.result
+    return _run(self, name, (('op', op.name), ('root', root),
+                             ('count', source.size),
+                             ('dtype', str(source.dtype))),
+                source, finish, combine)
 
 
 class Collectives:
@@ -596,38 +728,7 @@ class Collectives:
 
     def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
         """Root's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""
-        op = _check_op(op)
-        root = self._root(root)
-        s = self._s
-        at_root = s.rank == root
-        send = parse(sendbuf, 'Reduce send buffer')
-        if send.in_place:
-            if not at_root:
-                raise ValueError('Reduce: IN_PLACE is only valid at the root')
-            source = parse(recvbuf, 'Reduce receive buffer').head()
-        else:
-            source = send.head()
-        _check_op(op, source.dtype, 'Reduce')
-        if at_root:
-            _check_same_datatype(send, parse(recvbuf, 'Reduce receive buffer'))
-        out = parse(recvbuf, 'Reduce receive buffer').head(source.size) \
-            if at_root else None
-
-        def combine(args):
-            _check_blocks('Reduce', s.name, args)
-            result = np.empty_like(args[0])
-            plan = order.reduce_plan(len(args), source.size, source.itemsize,
-                                     root, op.commute)
-            order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
-            return result
-
-        def finish(st, slot):
-            if at_root:
-                out[...] = slot.result
-        _run(self, 'Reduce', (('op', op.name), ('root', root),
-                              ('count', source.size),
-                              ('dtype', str(source.dtype))),
-             source, finish, combine)
+        _reduce(self, 'Reduce', sendbuf, recvbuf, op, root)
 
     def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
         """Rank ``i`` gets block ``i`` of the ``op``-reduction of all sends."""
@@ -639,3 +740,60 @@ class Collectives:
         """Reduce_scatter with per-rank ``recvcounts``."""
         _reduce_scatter(self, 'Reduce_scatter', sendbuf, recvbuf, recvcounts,
                         op)
+
+    def Igather(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Non-blocking Gather."""
+        return _gather(self, 'Igather', sendbuf, recvbuf, root, False)
+
+    def Igatherv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Non-blocking Gatherv."""
+        return _gather(self, 'Igatherv', sendbuf, recvbuf, root, True)
+
+    def Iscatter(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Non-blocking Scatter."""
+        return _scatter(self, 'Iscatter', sendbuf, recvbuf, root)
+
+    def Iscatterv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+        """Non-blocking Scatterv."""
+        return _scatter(self, 'Iscatterv', sendbuf, recvbuf, root)
+
+    def Iallgather(self, sendbuf, recvbuf):  # noqa: N802
+        """Non-blocking Allgather."""
+        return _allgather(self, 'Iallgather', sendbuf, recvbuf)
+
+    def Iallgatherv(self, sendbuf, recvbuf):  # noqa: N802
+        """Non-blocking Allgatherv."""
+        return _allgather(self, 'Iallgatherv', sendbuf, recvbuf)
+
+    def Ialltoall(self, sendbuf, recvbuf):  # noqa: N802
+        """Non-blocking Alltoall."""
+        return _alltoall(self, 'Ialltoall', sendbuf, recvbuf)
+
+    def Ialltoallv(self, sendbuf, recvbuf):  # noqa: N802
+        """Non-blocking Alltoallv."""
+        return _alltoall(self, 'Ialltoallv', sendbuf, recvbuf)
+
+    def Ireduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
+        """Non-blocking Reduce."""
+        return _reduce(self, 'Ireduce', sendbuf, recvbuf, op, root)
+
+    def Ireduce_scatter_block(self, sendbuf, recvbuf,  # noqa: N802
+                              op=SUM):
+        """Non-blocking Reduce_scatter_block."""
+        return _reduce_scatter(self, 'Ireduce_scatter_block', sendbuf,
+                               recvbuf, None, op)
+
+    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None,  # noqa: N802
+                        op=SUM):
+        """Non-blocking Reduce_scatter."""
+        return _reduce_scatter(self, 'Ireduce_scatter', sendbuf, recvbuf,
+                               recvcounts, op)
+
+    def Alltoallw(self, sendbuf, recvbuf):  # noqa: N802
+        """Alltoall with per-rank counts, byte displacements and
+        datatypes."""
+        _alltoallw(self, 'Alltoallw', sendbuf, recvbuf)
+
+    def Ialltoallw(self, sendbuf, recvbuf):  # noqa: N802
+        """Non-blocking Alltoallw."""
+        return _alltoallw(self, 'Ialltoallw', sendbuf, recvbuf)

@@ -7,24 +7,29 @@ rank). Object methods (lowercase) pickle like mpi4py; buffer methods
 (capitalised) take mpi4py buffer specs.
 """
 from simulator.engine import collectives as coll
-from simulator.engine.actors import current_actor
+from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import AbortError
 from simulator.mpi.coll import Collectives
 from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
-                                     CONGRUENT, ERR_COMM, ERR_RANK,
+                                     CONGRUENT, ERR_COMM, ERR_GROUP, ERR_RANK,
                                      ERR_ROOT, ERR_TAG, IDENT, PROC_NULL,
                                      SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.handles import ERRORS_RETURN
+from simulator.mpi.group import Group
+from simulator.mpi.handles import ERRORS_RETURN, Info
+from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
+from simulator.mpi.prequest import PersistentP2P
+from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
 
-__all__ = ['Comm', 'Intracomm', 'NullComm']
+__all__ = ['Comm', 'Intracomm', 'NullComm', 'COMM_NULL']
 
 
-class Comm(PointToPoint, Collectives, Scans):
+class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
+           Scans):
     """A communicator, with mpi4py's method names and argument order.
 
     Point-to-point methods come from :class:`~simulator.mpi.p2p.
@@ -36,7 +41,23 @@ class Comm(PointToPoint, Collectives, Scans):
     __module__ = 'simulator.mpi'
 
     def __init__(self, state=None):
+        if isinstance(state, Comm):
+            # Comm(comm): another handle to the same communicator
+            state = state._state
         self._state = state
+
+    def __reduce__(self):
+        state = self._state
+        if state is None:
+            return 'COMM_NULL' if self is _null_constant() else \
+                (NullComm, ())
+        if state.name in ('MPI_COMM_WORLD', 'MPI_COMM_SELF') and \
+                state.ctx in (('world',), ('self', state.world_rank)):
+            label = state.name[4:]
+            return label if type(self).__name__ == '_RankLocalComm' else \
+                (_handle_to, (label,))
+        raise ValueError('cannot serialize {!r}: communicators belong to '
+                         'the process'.format(self))
 
     @property
     def _s(self):
@@ -174,8 +195,12 @@ class Comm(PointToPoint, Collectives, Scans):
         seq = s.next_seq()
         record = CallRecord(op, s.world_rank, None, None, s.name, seq,
                             raw=capture(3))
-        if color != UNDEFINED and (not isinstance(color, int) or
-                                   color < 0):
+        for name, value in (('color', color), ('key', key)):
+            if not isinstance(value, int):
+                # mpi4py converts to a C int: TypeError, like its own.
+                raise TypeError('{}: {} must be an integer, got {!r}'.format(
+                    op, name, value))
+        if color != UNDEFINED and color < 0:
             raise MPIException(ERR_COMM, 'Split color must be an int >= 0 '
                                'or UNDEFINED, got {!r}'.format(color))
 
@@ -244,10 +269,116 @@ class Comm(PointToPoint, Collectives, Scans):
 
     Clone = Dup
 
+    def Idup_with_info(self, info):  # noqa: N802
+        """Idup; hints are ignored."""
+        return self.Idup(info)
+
+    def Get_topology(self):  # noqa: N802
+        """UNDEFINED: topologies are not simulated."""
+        self._s  # noqa: B018
+        return UNDEFINED
+
+    def Attach_buffer(self, buf):  # noqa: N802
+        """Accepted: simulated buffered sends never run out of buffer."""
+
+    def Detach_buffer(self):  # noqa: N802
+        """Accepted; no buffer was kept."""
+        return None
+
+    def Flush_buffer(self):  # noqa: N802
+        """Nothing to flush (buffered sends are eager)."""
+
+    def Iflush_buffer(self):  # noqa: N802
+        """Flush_buffer, as a completed request."""
+        return Request()
+
+    @classmethod
+    def Get_parent(cls):  # noqa: N802
+        """COMM_NULL: no process was spawned (not simulated)."""
+        return _null_constant()
+
+    @classmethod
+    def Create_from_group(cls, group, stringtag='org.mpi4py',  # noqa: N802
+                          info=None, errhandler=None):
+        """MPI 4 sessions' constructor: not simulated (MPI 3.1 here)."""
+        from simulator.mpi.unsupported import not_simulated
+        raise not_simulated('Intracomm.Create_from_group (MPI 4 '
+                            'sessions)')
+
+    def Idup(self, info=None):  # noqa: N802
+        """Dup, returned with a completed request: (comm, request)."""
+        return self.Dup(info), Request()
+
+    def Dup_with_info(self, info):  # noqa: N802
+        """Dup; hints are ignored."""
+        return self.Dup(info)
+
+    def Set_info(self, info):  # noqa: N802
+        """Accepted; hints are ignored."""
+        self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
+
+    def Get_info(self):  # noqa: N802
+        """An empty Info (no hints are kept)."""
+        self._s  # noqa: B018
+        return Info()
+
+    info = property(Get_info, Set_info)
+
+    def Get_group(self):  # noqa: N802
+        """The communicator's group."""
+        return Group._of(self._s.group)
+
+    group = property(Get_group)
+
     def Create(self, group):  # noqa: N802
-        """Not simulated (groups are not part of the subset)."""
-        raise NotImplementedError('simulator.mpi: Comm.Create(group) is '
-                                  'not simulated; use Split')
+        """A communicator over ``group`` (a subset of this one, in group
+        order); COMM_NULL on the other ranks. Collective on this one."""
+        s = self._s
+        members = group._m
+        missing = [m for m in members if m not in s.group]
+        if missing:
+            raise MPIException(ERR_GROUP, 'Create: processes {} of the '
+                               'group are not in {}'.format(missing, s.name))
+        me = s.world_rank
+        if me in members:
+            return self._split('Create', 0, members.index(me))
+        return self._split('Create', UNDEFINED, 0)
+
+    def Create_group(self, group, tag=0):  # noqa: N802
+        """A communicator over ``group``, made by its members only (in
+        the same order on each, per ``tag``)."""
+        s = self._s
+        members = group._m
+        if s.world_rank not in members:
+            raise MPIException(ERR_GROUP, 'Create_group: rank {} is not in '
+                               'the group {}'.format(s.rank, list(members)))
+        self._tag(tag, False)
+        # Members number their Create_group calls per (group, tag): the
+        # n-th call of each member makes the same communicator.
+        key = ('Create_group', s.ctx, members, tag)
+        counts = current().local.setdefault('mpi.create_group', {})
+        counts[key] = n = counts.get(key, 0) + 1
+        return self._new(CommState(
+            s.world, (s.ctx, 'group', members, tag, n), list(members),
+            members.index(s.world_rank),
+            '{}.Create_group#{}'.format(s.name, n), title=''))
+
+    @property
+    def is_inter(self):
+        """False: only intracommunicators are simulated."""
+        return self.Is_inter()
+
+    @property
+    def is_intra(self):
+        """True."""
+        return self.Is_intra()
+
+    @property
+    def is_topo(self):
+        """False: topologies are not simulated."""
+        return False
+
+    topology = property(lambda self: UNDEFINED)
 
 
 class Intracomm(Comm):
@@ -259,3 +390,15 @@ class Intracomm(Comm):
 def NullComm():  # noqa: N802 -- mirrors the COMM_NULL constant
     """A fresh null communicator handle."""
     return Intracomm(None)
+
+
+COMM_NULL = Intracomm(None)
+
+
+def _null_constant():
+    return COMM_NULL
+
+
+def _handle_to(label):
+    """A new handle to this rank's COMM_WORLD / COMM_SELF (unpickling)."""
+    return Intracomm(current().local['mpi'][label])

@@ -4,7 +4,8 @@ from simulator.engine.p2p import ANY_SOURCE, ANY_TAG, PROC_NULL
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
            'COMM_TYPE_SHARED', 'IDENT', 'CONGRUENT', 'SIMILAR', 'UNEQUAL',
            'SUCCESS', 'ERR_BUFFER', 'ERR_COUNT', 'ERR_TYPE', 'ERR_TAG',
-           'ERR_COMM', 'ERR_RANK', 'ERR_ROOT', 'ERR_TRUNCATE', 'ERR_OTHER',
+           'ERR_COMM', 'ERR_RANK', 'ERR_ROOT', 'ERR_REQUEST', 'ERR_GROUP',
+           'ERR_TRUNCATE', 'ERR_OTHER',
            'ERR_ARG', 'ERR_OP', 'ERR_INTERN', 'InPlaceType', 'IN_PLACE',
            'BottomType', 'BOTTOM', 'Exception', 'THREAD_SINGLE',
            'THREAD_FUNNELED', 'THREAD_SERIALIZED', 'THREAD_MULTIPLE']
@@ -24,8 +25,10 @@ ERR_TYPE = 3
 ERR_TAG = 4
 ERR_COMM = 5
 ERR_RANK = 6
-ERR_ROOT = 7
-ERR_OP = 9
+ERR_REQUEST = 7
+ERR_ROOT = 8
+ERR_GROUP = 9
+ERR_OP = 10
 ERR_ARG = 13
 ERR_OTHER = 16
 ERR_TRUNCATE = 15
@@ -39,6 +42,8 @@ _ERROR_STRINGS = {
     ERR_COMM: 'MPI_ERR_COMM: invalid communicator',
     ERR_RANK: 'MPI_ERR_RANK: invalid rank',
     ERR_ROOT: 'MPI_ERR_ROOT: invalid root',
+    ERR_REQUEST: 'MPI_ERR_REQUEST: invalid request',
+    ERR_GROUP: 'MPI_ERR_GROUP: invalid group',
     ERR_OP: 'MPI_ERR_OP: invalid reduce operation',
     ERR_ARG: 'MPI_ERR_ARG: invalid argument of some other kind',
     ERR_TRUNCATE: 'MPI_ERR_TRUNCATE: message truncated',

@@ -13,30 +13,86 @@ class Op:
     """A reduction: ``reduce_arrays`` for buffers, ``__call__`` for objects.
 
     Like mpi4py, calling an op on two Python objects combines them
-    (``MPI.SUM(1, 2) == 3``).
+    (``MPI.SUM(1, 2) == 3``); ``Op()`` is a null handle and ``Op(op)``
+    another handle to ``op``.
     """
 
     __module__ = 'simulator.mpi'
 
-    def __init__(self, name, ufunc=None, pyfunc=None, commute=True,
-                 user=False):
+    def __init__(self, op=None):
+        if op is None:
+            self._set('MPI_OP_NULL')
+        elif isinstance(op, Op):
+            self.__dict__.update(op.__dict__)
+        else:
+            raise TypeError('Op() takes an Op, got {!r}'.format(op))
+
+    def _set(self, name, ufunc=None, pyfunc=None, commute=True,
+             user=False, pairs=None):
         self.name = name
         self.ufunc = ufunc
         self.pyfunc = pyfunc
         self.commute = commute
         self.user = user
+        # MAXLOC / MINLOC: which of two (value, index) pairs wins
+        self.pairs = pairs
+        return self
+
+    @classmethod
+    def _make(cls, name, ufunc=None, pyfunc=None, commute=True,
+              user=False, pairs=None):
+        op = cls.__new__(cls)
+        return op._set(name, ufunc, pyfunc, commute, user, pairs)
 
     def __call__(self, x, y):
+        if self.pyfunc is None:
+            raise TypeError('{} cannot be called'.format(self.name))
         if self.user:
             # mpi4py calls a user function with a third argument (the
             # datatype, None for objects), so a two-argument function
             # raises TypeError there, in object reductions too.
-            return self.pyfunc(x, y, None)
+            result = self.pyfunc(x, y, None)
+            return y if result is None else result
         return self.pyfunc(x, y)
+
+    def __bool__(self):
+        return self.name != 'MPI_OP_NULL'
+
+    def __eq__(self, other):
+        if not isinstance(other, Op):
+            return NotImplemented
+        if self.user or other.user:
+            return self.user and other.user and \
+                self.pyfunc is other.pyfunc and \
+                self.commute == other.commute and \
+                self._id == other._id
+        return self.name == other.name
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __reduce__(self):
+        if not self.user:
+            predefined = _BY_NAME.get(self.name)
+            if predefined is self:
+                return predefined._attr
+            return (_predefined_copy, (self.name,))
+        return (_user_op, (self.pyfunc, self.commute))
 
     def Is_commutative(self):  # noqa: N802
         """True for the predefined operations."""
         return self.commute
+
+    is_commutative = property(Is_commutative)
+
+    @property
+    def is_predefined(self):
+        """True for MPI's own operations (and OP_NULL)."""
+        return not self.user
 
     def Free(self):  # noqa: N802
         """User operations are garbage collected; a no-op."""
@@ -48,12 +104,32 @@ class Op:
         For buffers, ``function`` is called as ``function(invec, inoutvec,
         datatype)`` the mpi4py way and must update ``inoutvec``.
         """
-        return cls('user:{}'.format(getattr(function, '__name__', '?')),
-                   None, function, commute, user=True)
+        op = cls._make('user:{}'.format(getattr(function, '__name__', '?')),
+                       None, function, bool(commute), user=True)
+        op._id = object()
+        return op
+
+    def Reduce_local(self, inbuf, inoutbuf):  # noqa: N802
+        """``inoutbuf = inbuf op inoutbuf`` elementwise, locally."""
+        from simulator.mpi.datatypes import parse
+        source = parse(inbuf, 'Reduce_local input buffer')
+        target = parse(inoutbuf, 'Reduce_local input/output buffer')
+        if source.datatype != target.datatype:
+            raise ValueError('mismatch in inbuf and inoutbuf MPI '
+                             'datatypes')
+        if source.count != target.count:
+            raise ValueError('mismatch in inbuf count {} and inoutbuf '
+                             'count {}'.format(source.count, target.count))
+        out = target.head()
+        result = np.empty_like(out)
+        self.combine_into(result, source.head(), out)
+        out[...] = result
 
     def combine_into(self, out, left, right):
         """``out = left op right`` elementwise (``out`` a third array)."""
-        if self.ufunc is np.multiply and out.dtype.kind == 'c':
+        if self.pairs is not None:
+            _pair_combine(self.pairs, out, left, right)
+        elif self.ufunc is np.multiply and out.dtype.kind == 'c':
             _complex_product(out, left, right)
         elif self.ufunc is not None and (out.dtype == np.bool_ or
                                          self.ufunc not in _LOGICAL):
@@ -64,7 +140,9 @@ class Op:
 
     def reduce_into(self, out, operand):
         """``out = out op operand`` elementwise, in place."""
-        if self.ufunc is np.multiply and out.dtype.kind == 'c':
+        if self.pairs is not None:
+            _pair_combine(self.pairs, out, out.copy(), operand)
+        elif self.ufunc is np.multiply and out.dtype.kind == 'c':
             _complex_product(out, out, operand)
         elif self.ufunc is not None:
             if self.ufunc in _LOGICAL and out.dtype != np.bool_:
@@ -102,19 +180,57 @@ def _minimum(x, y):
     return y if y < x else x
 
 
+def _pair_combine(better, out, left, right):
+    """MAXLOC / MINLOC on (value, index) records: the better value, and
+    on a tie the smaller index."""
+    lv, rv = left['value'], right['value']
+    take_right = better(rv, lv) | ((rv == lv) &
+                                   (right['index'] < left['index']))
+    out[...] = np.where(take_right, right, left)
+
+
+def _loc(better):
+    def combine(u, v):
+        (x, i), (y, j) = u, v
+        if better(y, x):
+            return (y, j)
+        if better(x, y):
+            return (x, i)
+        return (x, i if i <= j else j)
+    return combine
+
+
+def _predefined_copy(name):
+    return Op(_BY_NAME[name])
+
+
+def _user_op(function, commute):
+    return Op.Create(function, commute)
+
+
 OP_NAMES = {
-    'SUM': Op('MPI_SUM', np.add, operator.add),
-    'PROD': Op('MPI_PROD', np.multiply, operator.mul),
-    'MAX': Op('MPI_MAX', np.maximum, _maximum),
-    'MIN': Op('MPI_MIN', np.minimum, _minimum),
+    'SUM': Op._make('MPI_SUM', np.add, operator.add),
+    'PROD': Op._make('MPI_PROD', np.multiply, operator.mul),
+    'MAX': Op._make('MPI_MAX', np.maximum, _maximum),
+    'MIN': Op._make('MPI_MIN', np.minimum, _minimum),
     # On objects mpi4py's logical operations return bools, not operands.
-    'LAND': Op('MPI_LAND', np.logical_and, lambda x, y: bool(x and y)),
-    'LOR': Op('MPI_LOR', np.logical_or, lambda x, y: bool(x or y)),
-    'LXOR': Op('MPI_LXOR', np.logical_xor,
-               lambda x, y: bool(x) != bool(y)),
-    'BAND': Op('MPI_BAND', np.bitwise_and, operator.and_),
-    'BOR': Op('MPI_BOR', np.bitwise_or, operator.or_),
-    'BXOR': Op('MPI_BXOR', np.bitwise_xor, operator.xor),
-    'REPLACE': Op('MPI_REPLACE', None, lambda x, y: y),
-    'NO_OP': Op('MPI_NO_OP', None, lambda x, y: x),
+    'LAND': Op._make('MPI_LAND', np.logical_and,
+                     lambda x, y: bool(x and y)),
+    'LOR': Op._make('MPI_LOR', np.logical_or, lambda x, y: bool(x or y)),
+    'LXOR': Op._make('MPI_LXOR', np.logical_xor,
+                     lambda x, y: bool(x) != bool(y)),
+    'BAND': Op._make('MPI_BAND', np.bitwise_and, operator.and_),
+    'BOR': Op._make('MPI_BOR', np.bitwise_or, operator.or_),
+    'BXOR': Op._make('MPI_BXOR', np.bitwise_xor, operator.xor),
+    'MAXLOC': Op._make('MPI_MAXLOC', None, _loc(operator.gt),
+                       pairs=np.greater),
+    'MINLOC': Op._make('MPI_MINLOC', None, _loc(operator.lt),
+                       pairs=np.less),
+    'REPLACE': Op._make('MPI_REPLACE', None, lambda x, y: y),
+    'NO_OP': Op._make('MPI_NO_OP', None, lambda x, y: x),
+    'OP_NULL': Op(),
 }
+_BY_NAME = {}
+for _attr, _op in OP_NAMES.items():
+    _op._attr = _attr
+    _BY_NAME[_op.name] = _op

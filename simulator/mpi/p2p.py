@@ -62,6 +62,12 @@ class RecvRequest(Request):
             recv.world.clock.receive(recv.rank, msg.record, msg.nbytes)
         if status is not None:
             status._fill(msg.source, msg.tag, msg.nbytes)
+        if msg.kind == BUFFER and self._kind == OBJECT and \
+                msg.payload.dtype.itemsize == 1:
+            # mpi4py's recv unpickles whatever bytes arrive: an empty
+            # message is None, a byte buffer holding a pickle its object.
+            data = msg.payload.tobytes()
+            return pickle.loads(data) if data else None
         if msg.kind != self._kind:
             raise MessageMismatchError(
                 'rank {} received with {} a {} message from rank {} (tag '
@@ -163,7 +169,8 @@ class PointToPoint:
         return request
 
     def _send_buffer(self, op, buf, dest, tag, sync=False):
-        b = parse(buf, op)
+        b = parse(buf, op) if buf is not None else \
+            parse([None, 0, 'B'], op)
         return self._isend(op, BUFFER, b.data[:b.count].copy(), b.datatype,
                            dest, tag, sync)
 
@@ -211,6 +218,30 @@ class PointToPoint:
         """Send a buffer (copied now)."""
         self._send_buffer('Send', buf, dest, tag).Wait()
 
+    def Bsend(self, buf, dest, tag=0):  # noqa: N802
+        """Buffered send: a standard send here (never out of buffer)."""
+        self._send_buffer('Bsend', buf, dest, tag).Wait()
+
+    def Rsend(self, buf, dest, tag=0):  # noqa: N802
+        """Ready send: a standard send here."""
+        self._send_buffer('Rsend', buf, dest, tag).Wait()
+
+    def Ibsend(self, buf, dest, tag=0):  # noqa: N802
+        """Start a buffered send."""
+        return self._send_buffer('Ibsend', buf, dest, tag)
+
+    def Irsend(self, buf, dest, tag=0):  # noqa: N802
+        """Start a ready send."""
+        return self._send_buffer('Irsend', buf, dest, tag)
+
+    def bsend(self, obj, dest, tag=0):
+        """Buffered object send (eager)."""
+        self.send(obj, dest, tag)
+
+    def ibsend(self, obj, dest, tag=0):
+        """Start a buffered object send."""
+        return self.isend(obj, dest, tag)
+
     def Ssend(self, buf, dest, tag=0):  # noqa: N802
         """Send a buffer; return once it is received."""
         self._send_buffer('Ssend', buf, dest, tag, sync=True).Wait()
@@ -226,12 +257,14 @@ class PointToPoint:
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
              status=None):
         """Receive into a buffer."""
-        b = parse(buf, 'Recv buffer')
+        b = parse(buf if buf is not None else [None, 0, 'B'],
+                  'Recv buffer')
         self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):  # noqa: N802
         """Start receiving into a buffer."""
-        b = parse(buf, 'Irecv buffer')
+        b = parse(buf if buf is not None else [None, 0, 'B'],
+                  'Irecv buffer')
         return self._irecv('Irecv', BUFFER, b, source, tag)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0,  # noqa: N802
@@ -239,7 +272,8 @@ class PointToPoint:
                  status=None):
         """Send one buffer and receive another."""
         sreq = self._send_buffer('Sendrecv', sendbuf, dest, sendtag)
-        b = parse(recvbuf, 'Sendrecv receive buffer')
+        b = parse(recvbuf if recvbuf is not None else [None, 0, 'B'],
+                  'Sendrecv receive buffer')
         self._irecv('Sendrecv', BUFFER, b, source, recvtag).Wait(status)
         sreq.Wait()
 
@@ -247,7 +281,8 @@ class PointToPoint:
                          source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send a buffer, then receive into the same buffer."""
         sreq = self._send_buffer('Sendrecv_replace', buf, dest, sendtag)
-        b = parse(buf, 'Sendrecv_replace buffer')
+        b = parse(buf if buf is not None else [None, 0, 'B'],
+                  'Sendrecv_replace buffer')
         self._irecv('Sendrecv_replace', BUFFER, b, source,
                     recvtag).Wait(status)
         sreq.Wait()

@@ -64,6 +64,14 @@ class Status:
     def Set_error(self, error):  # noqa: N802
         self.error = error
 
+    def Set_elements(self, datatype, count):  # noqa: N802
+        """Record ``count`` elements of ``datatype`` (for Get_count)."""
+        self.nbytes = count * datatype.Get_size()
+
+    def Set_cancelled(self, flag):  # noqa: N802
+        """Mark the status cancelled (or not)."""
+        self.cancelled = bool(flag)
+
     count = property(Get_count)
 
     def _fill(self, source, tag, nbytes):
@@ -143,8 +151,35 @@ class Request:
     def Free(self):  # noqa: N802
         """Forget the request (the operation still takes place)."""
 
+    def cancel(self):
+        """Lowercase ``Cancel`` (mpi4py's object-request spelling)."""
+        self.Cancel()
+
+    def get_status(self, status=None):
+        """Lowercase ``Get_status``."""
+        return self.Get_status(status)
+
     def __bool__(self):
         return not self._done
+
+    def __eq__(self, other):
+        # A completed request is REQUEST_NULL, as mpi4py's handle becomes.
+        if not isinstance(other, Request):
+            return NotImplemented
+        return self is other or (not self and not other)
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce__(self):
+        if self is REQUEST_NULL:
+            return 'REQUEST_NULL'
+        raise ValueError('cannot serialize a request: it belongs to the '
+                         'process that started it')
 
     @staticmethod
     def Waitall(requests, statuses=None):  # noqa: N802
@@ -186,31 +221,71 @@ class Request:
         active = [r for r in requests if not r._done]
         if not active:
             return UNDEFINED, None
-        chosen = active[activity.wait_any([r._activity for r in active])]
-        if chosen._activity.world.schedule is not None:
+        if any(r._waitable() is None for r in active):
+            # Requests that are not one engine activity (persistent,
+            # paired): the first complete one, else wait for the first.
+            for i, req in enumerate(requests):
+                if not req._done and req.Get_status():
+                    return i, req.wait(status)
+            i = requests.index(active[0])
+            return i, requests[i].wait(status)
+        chosen = active[activity.wait_any([r._waitable() for r in active])]
+        if chosen._waitable().world.schedule is not None:
             # The schedule chose which one completes (not the first).
-            return requests.index(chosen), chosen._complete(status)
+            return requests.index(chosen), chosen.wait(status)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
-                return i, req._complete(status)
+                return i, req.wait(status)
         raise AssertionError('waitany woke without a ready request')
+
+    def _waitable(self):
+        """The engine activity to wait for (None when not one)."""
+        return self._activity
 
     @staticmethod
     def Testany(requests, status=None):  # noqa: N802
         """(index, flag) of a completed request, never blocking."""
+        index, flag, _ = Request.testany(requests, status)
+        return index, flag
+
+    @staticmethod
+    def testany(requests, status=None):
+        """(index, flag, object) of a completed request, never
+        blocking."""
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
-        if active and active[0][1]._activity.world.schedule is not None:
+        if active and all(r._waitable() is not None for _, r in active) \
+                and active[0][1]._waitable().world.schedule is not None:
             # Which complete request it reports is the schedule's choice.
-            k = activity.test_any([r._activity for _, r in active])
+            k = activity.test_any([r._waitable() for _, r in active])
             if k is None:
-                return UNDEFINED, False
-            active[k][1]._complete(status)
-            return active[k][0], True
+                return UNDEFINED, False, None
+            return active[k][0], True, active[k][1].wait(status)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
-                req._complete(status)
+                return i, True, req.wait(status)
+        return UNDEFINED, all(r._done for r in requests), None
+
+    @staticmethod
+    def Get_status_any(requests, status=None):  # noqa: N802
+        """(index, flag) of a complete request, not completing it."""
+        for i, req in enumerate(requests):
+            if not req._done and req.Get_status():
                 return i, True
         return UNDEFINED, all(r._done for r in requests)
+
+    @staticmethod
+    def Get_status_all(requests, statuses=None):  # noqa: N802
+        """True when every request is complete (none is completed)."""
+        return all(r._done or r.Get_status() for r in requests)
+
+    @staticmethod
+    def Get_status_some(requests, statuses=None):  # noqa: N802
+        """Indices of the complete active requests (None if none is
+        active)."""
+        if all(r._done for r in requests):
+            return None
+        return [i for i, r in enumerate(requests)
+                if not r._done and r.Get_status()]
 
     @staticmethod
     def Waitsome(requests, statuses=None):  # noqa: N802
@@ -224,8 +299,14 @@ class Request:
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
             return None, None
+        if any(r._waitable() is None for _, r in active):
+            index, _ = Request.waitany([r for _, r in active])
+            picked = [index] + [k for k, (_, r) in enumerate(active)
+                                if k != index and not r._done and
+                                r.Get_status()]
+            return Request._completed(active, picked, statuses)
         return Request._completed(active, activity.wait_some(
-            [r._activity for _, r in active]), statuses)
+            [r._waitable() for _, r in active]), statuses)
 
     @staticmethod
     def Testsome(requests, statuses=None):  # noqa: N802
@@ -239,8 +320,12 @@ class Request:
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
             return None, None
+        if any(r._waitable() is None for _, r in active):
+            return Request._completed(active, [
+                k for k, (_, r) in enumerate(active) if r.Get_status()],
+                statuses)
         return Request._completed(active, activity.test_some(
-            [r._activity for _, r in active]), statuses)
+            [r._waitable() for _, r in active]), statuses)
 
     @staticmethod
     def _completed(active, picked, statuses):
@@ -250,7 +335,16 @@ class Request:
             n = len(indices)
             st = statuses[n] if statuses is not None and \
                 n < len(statuses) else None
-            objects.append(req._complete(st))
+            if st is None and isinstance(statuses, list):
+                # mpi4py grows a list of statuses to the count completed
+                st = Status()
+                statuses.append(st)
+            if req._done:       # completed by waitany just above
+                objects.append(req._result)
+                if st is not None and getattr(req, '_status', None):
+                    st.__dict__.update(req._status.__dict__)
+            else:
+                objects.append(req.wait(st))
             indices.append(i)
         return indices, objects
 

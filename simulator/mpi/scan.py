@@ -13,7 +13,7 @@ from simulator.mpi.coll import (_check_blocks, _check_op,
                                 _check_same_datatype, _run)
 from simulator.mpi.constants import ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.datatypes import parse
+from simulator.mpi.datatypes import parse, parse_send
 from simulator.mpi.ops import OP_NAMES
 
 __all__ = ['Scans']
@@ -42,7 +42,7 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
     op = _check_op(op)
     s = self._s
     recv = parse(recvbuf, '{} receive buffer'.format(op_name))
-    send = parse(sendbuf, '{} send buffer'.format(op_name))
+    send = parse_send(sendbuf, '{} send buffer'.format(op_name))
     _check_same_datatype(send, recv)
     source = recv.head() if send.in_place else send.head()
     _check_op(op, source.dtype, op_name)
@@ -63,9 +63,9 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
         # Open MPI leaves rank 0's receive buffer alone in Exscan.
         if prefix is not None:
             out[...] = prefix
-    _run(self, op_name, (('op', op.name), ('count', source.size),
-                         ('dtype', str(source.dtype))),
-         source, finish, combine)
+    return _run(self, op_name, (('op', op.name), ('count', source.size),
+                                ('dtype', str(source.dtype))),
+                source, finish, combine)
 
 
 class Scans:
@@ -79,3 +79,11 @@ class Scans:
         """Rank ``r > 0`` gets ``op`` over the blocks of ranks ``0..r-1``;
         rank 0's receive buffer is left as it was."""
         _scan(self, 'Exscan', sendbuf, recvbuf, op, exclusive=True)
+
+    def Iscan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+        """Non-blocking Scan."""
+        return _scan(self, 'Iscan', sendbuf, recvbuf, op, exclusive=False)
+
+    def Iexscan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+        """Non-blocking Exscan."""
+        return _scan(self, 'Iexscan', sendbuf, recvbuf, op, exclusive=True)

@@ -11,6 +11,7 @@ the script's code (:func:`load_code`).
 import contextlib
 import functools
 import gc
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -209,7 +210,15 @@ class RankMainModule(types.ModuleType):
 def install_mpi4py():
     """Make ``from mpi4py import MPI`` import ``simulator.mpi``."""
     package = types.ModuleType('mpi4py')
-    package.__path__ = []
+    # The installed mpi4py's folder, when there is one: its pure-Python
+    # modules (mpi4py.util.pkl5, util.sync, util.dtlib, run) then import
+    # and run over simulator.mpi, as they run over the real MPI module.
+    spec = importlib.machinery.PathFinder.find_spec('mpi4py')
+    found = list(getattr(spec, 'submodule_search_locations', None) or ())
+    package.__path__ = found or [os.path.dirname(mpi.__file__)]
+    # Submodules imported over the real MPI module import again over ours.
+    for name in [n for n in sys.modules if n.startswith('mpi4py.')]:
+        del sys.modules[name]
     package.MPI = mpi
     package.__version__ = '4.1.2'
     package.rc = types.SimpleNamespace(initialize=True, threads=True,
@@ -246,14 +255,13 @@ def load_code(target, module):
 @contextlib.contextmanager
 def simulated_mpi4py():
     """``from mpi4py import MPI`` gives ``simulator.mpi`` while inside."""
-    saved = {name: sys.modules.get(name) for name in ('mpi4py',
-                                                      'mpi4py.MPI')}
+    saved = {name: module for name, module in sys.modules.items()
+             if name == 'mpi4py' or name.startswith('mpi4py.')}
     install_mpi4py()
     try:
         yield
     finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
+        for name in [n for n in sys.modules
+                     if n == 'mpi4py' or n.startswith('mpi4py.')]:
+            del sys.modules[name]
+        sys.modules.update(saved)

@@ -1,0 +1,178 @@
+"""``MPI.Group``: an ordered set of processes, as world ranks.
+
+A group is a value: its members (world ranks, in group order); which of
+them is "this" process is asked of the calling rank, so one group object
+answers ``Get_rank`` like each process's own handle would.
+"""
+from simulator.engine.actors import current
+from simulator.mpi.constants import (ERR_ARG, ERR_GROUP, ERR_RANK, IDENT,
+                                     PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
+from simulator.mpi.constants import Exception as MPIException
+
+__all__ = ['Group', 'GROUP_NULL', 'GROUP_EMPTY']
+
+
+class Group:
+    """mpi4py's ``Group``: set operations, rank translation, Compare."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, group=None):
+        # Group() is a null handle; Group(g) another handle to g's group.
+        self._members = None if group is None else group._members
+
+    @classmethod
+    def _of(cls, members):
+        group = cls()
+        group._members = tuple(members)
+        return group
+
+    @property
+    def _m(self):
+        if self._members is None:
+            raise MPIException(ERR_GROUP, 'operation on GROUP_NULL')
+        return self._members
+
+    def Get_size(self):  # noqa: N802
+        """Number of processes in the group."""
+        return len(self._m)
+
+    def Get_rank(self):  # noqa: N802
+        """This process's rank in the group, or UNDEFINED."""
+        ctx = current()
+        me = None if ctx is None else ctx.rank
+        members = self._m
+        return members.index(me) if me in members else UNDEFINED
+
+    size = property(Get_size)
+    rank = property(Get_rank)
+
+    def _ranks(self, ranks, what):
+        members = self._m
+        out = []
+        for r in ranks:
+            if not isinstance(r, int) or not 0 <= r < len(members):
+                raise MPIException(ERR_RANK, '{}: rank {!r} is not in a '
+                                   'group of size {}'.format(
+                                       what, r, len(members)))
+            out.append(r)
+        if len(set(out)) != len(out):
+            raise MPIException(ERR_RANK, '{}: ranks {} repeat a '
+                               'rank'.format(what, out))
+        return out
+
+    def Translate_ranks(self, ranks=None, group=None):  # noqa: N802
+        """The ranks in ``group`` of this group's ``ranks`` (UNDEFINED
+        for a process not in ``group``, PROC_NULL stays PROC_NULL)."""
+        members = self._m
+        if ranks is None:
+            ranks = range(len(members))
+        other = members if group is None else group._m
+        out = []
+        for r in ranks:
+            if r == PROC_NULL:
+                out.append(PROC_NULL)
+                continue
+            if not isinstance(r, int) or not 0 <= r < len(members):
+                raise MPIException(ERR_RANK, 'Translate_ranks: rank {!r} '
+                                   'is not in a group of size {}'.format(
+                                       r, len(members)))
+            world = members[r]
+            out.append(other.index(world) if world in other else UNDEFINED)
+        return out
+
+    def Compare(self, group):  # noqa: N802
+        """IDENT (same members, same order), SIMILAR or UNEQUAL."""
+        a, b = self._m, group._m
+        if a == b:
+            return IDENT
+        return SIMILAR if sorted(a) == sorted(b) else UNEQUAL
+
+    @classmethod
+    def Union(cls, group1, group2):  # noqa: N802
+        """``group1``'s members, then ``group2``'s that are not in it."""
+        a = group1._m
+        return cls._of(a + tuple(m for m in group2._m if m not in a))
+
+    @classmethod
+    def Intersection(cls, group1, group2):  # noqa: N802
+        """``group1``'s members that are in ``group2``, in that order."""
+        b = group2._m
+        return cls._of(m for m in group1._m if m in b)
+
+    Intersect = Intersection
+
+    @classmethod
+    def Difference(cls, group1, group2):  # noqa: N802
+        """``group1``'s members that are not in ``group2``."""
+        b = group2._m
+        return cls._of(m for m in group1._m if m not in b)
+
+    def Incl(self, ranks):  # noqa: N802
+        """The members at ``ranks``, in that order."""
+        members = self._m
+        return Group._of(members[r] for r in self._ranks(ranks, 'Incl'))
+
+    def Excl(self, ranks):  # noqa: N802
+        """The members not at ``ranks``."""
+        dropped = set(self._ranks(ranks, 'Excl'))
+        return Group._of(m for i, m in enumerate(self._m)
+                         if i not in dropped)
+
+    def _range_ranks(self, ranges, what):
+        out = []
+        for first, last, stride in ranges:
+            if stride == 0:
+                raise MPIException(ERR_ARG, '{}: stride 0 in range '
+                                   '{}'.format(what, (first, last, stride)))
+            stop = last + (1 if stride > 0 else -1)
+            out.extend(range(first, stop, stride))
+        return out
+
+    def Range_incl(self, ranges):  # noqa: N802
+        """Incl of the ranks in (first, last, stride) ranges."""
+        return self.Incl(self._range_ranks(ranges, 'Range_incl'))
+
+    def Range_excl(self, ranges):  # noqa: N802
+        """Excl of the ranks in (first, last, stride) ranges."""
+        return self.Excl(self._range_ranks(ranges, 'Range_excl'))
+
+    def Dup(self):  # noqa: N802
+        """A new handle to the same group."""
+        return Group(self)
+
+    def Free(self):  # noqa: N802
+        """Release the handle (it becomes GROUP_NULL)."""
+        self._m  # noqa: B018 -- raises on GROUP_NULL
+        if self is GROUP_EMPTY:
+            return
+        self._members = None
+
+    def __bool__(self):
+        return self._members is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Group):
+            return NotImplemented
+        return self._members == other._members
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return hash(self._members)
+
+    def __reduce__(self):
+        if self._members is None:
+            return (Group, ()) if self is not GROUP_NULL else 'GROUP_NULL'
+        raise ValueError('cannot serialize {!r}: groups are local to a '
+                         'process'.format(self))
+
+    def __repr__(self):
+        return '<simulator.mpi.Group {}>'.format(
+            'GROUP_NULL' if self._members is None else list(self._members))
+
+
+GROUP_NULL = Group()
+GROUP_EMPTY = Group._of(())

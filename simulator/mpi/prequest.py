@@ -1,0 +1,187 @@
+"""Persistent requests (``Send_init``/``Recv_init`` + ``Start``) and
+requests made of two others (``Isendrecv``).
+
+A persistent request is a recipe: each ``Start`` begins one ordinary
+operation through the same code path as ``Isend``/``Irecv``; waiting and
+testing go to that operation. Between completion and the next Start the
+request is inactive, not null: it keeps its handle, as in MPI.
+"""
+from simulator.mpi.datatypes import Buffer, parse
+from simulator.mpi.datatypes import DATATYPE_NAMES
+from simulator.mpi.p2p import BUFFER
+from simulator.mpi.request import Request
+
+__all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'message_buffer']
+
+_BYTE = DATATYPE_NAMES['BYTE']
+
+
+def message_buffer(buf, where):
+    """A p2p buffer; None is an empty one (what mpi4py passes for
+    PROC_NULL peers and BOTTOM)."""
+    if buf is None:
+        import numpy as np
+        return Buffer(np.empty(0, np.uint8), _BYTE, 0)
+    return parse(buf, where)
+
+
+class Prequest(Request):
+    """A persistent request: ``Start`` it, wait for it, start it again."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, request=None, start=None):
+        super().__init__()
+        self._start = start if request is None else request._start
+        self._current = None
+
+    def Start(self):  # noqa: N802
+        """Begin one operation."""
+        if self._start is None:
+            raise ValueError('Start on a null persistent request')
+        self._current = self._start()
+        self._done = False
+
+    @staticmethod
+    def Startall(requests):  # noqa: N802
+        """Start every request."""
+        for request in requests:
+            request.Start()
+
+    def _inner(self):
+        return self._current if self._current is not None else Request()
+
+    def wait(self, status=None):
+        result = self._inner().wait(status)
+        self._done = True
+        return result
+
+    def test(self, status=None):
+        done, result = self._inner().test(status)
+        if done:
+            self._done = True
+        return done, result
+
+    def Get_status(self, status=None):  # noqa: N802
+        return self._inner().Get_status(status)
+
+    def Cancel(self):  # noqa: N802
+        self._inner().Cancel()
+
+    def _waitable(self):
+        return self._inner()._waitable() if not self._done else None
+
+    def __bool__(self):
+        return self._start is not None
+
+    def __eq__(self, other):
+        if isinstance(other, Prequest):
+            return self._start is other._start
+        return Request.__eq__(self, other)
+
+    def __hash__(self):
+        return id(self._start)
+
+    def Free(self):  # noqa: N802
+        """Forget the recipe (the handle becomes null)."""
+        self._start = None
+
+
+class PairRequest(Request):
+    """Completes when both of two requests do (a send and a receive)."""
+
+    def __init__(self, first, second):
+        super().__init__()
+        self._done = False
+        self._parts = (first, second)
+
+    def wait(self, status=None):
+        first, second = self._parts
+        second.wait(status)
+        first.wait()
+        self._done = True
+        return None
+
+    def test(self, status=None):
+        first, second = self._parts
+        if not (first.Get_status() and second.Get_status()):
+            for part in self._parts:
+                part.test()         # progress, and stuck-poll detection
+            return False, None
+        self.wait(status)
+        return True, None
+
+    def Get_status(self, status=None):  # noqa: N802
+        return all(p.Get_status() for p in self._parts)
+
+    def _waitable(self):
+        return None
+
+
+class PersistentP2P:
+    """Persistent and paired point-to-point calls; mixed into ``Comm``."""
+
+    def _init(self, op, start):
+        return Prequest(start=start)
+
+    def Send_init(self, buf, dest, tag=0):  # noqa: N802
+        """A persistent standard send."""
+        b = message_buffer(buf, 'Send_init')
+        self._peer(dest, 'destination', False)
+        return Prequest(start=lambda: self._isend(
+            'Send_init', BUFFER, b.data[:b.count].copy(), b.datatype, dest,
+            tag))
+
+    Bsend_init = Send_init
+    Rsend_init = Send_init
+
+    def Ssend_init(self, buf, dest, tag=0):  # noqa: N802
+        """A persistent synchronous send."""
+        b = message_buffer(buf, 'Ssend_init')
+        self._peer(dest, 'destination', False)
+        return Prequest(start=lambda: self._isend(
+            'Ssend_init', BUFFER, b.data[:b.count].copy(), b.datatype,
+            dest, tag, sync=True))
+
+    def Recv_init(self, buf, source=-1, tag=-1):  # noqa: N802
+        """A persistent receive."""
+        b = message_buffer(buf, 'Recv_init')
+        self._peer(source, 'source', True)
+        return Prequest(start=lambda: self._irecv('Recv_init', BUFFER, b,
+                                                  source, tag))
+
+    def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None,  # noqa
+                  source=-1, recvtag=-1):
+        """Start a send and a receive; one request for both."""
+        sb = message_buffer(sendbuf, 'Isendrecv send buffer')
+        rb = message_buffer(recvbuf, 'Isendrecv receive buffer')
+        send = self._isend('Isendrecv', BUFFER, sb.data[:sb.count].copy(),
+                           sb.datatype, dest, sendtag)
+        return PairRequest(send, self._irecv('Isendrecv', BUFFER, rb,
+                                             source, recvtag))
+
+    def Isendrecv_replace(self, buf, dest, sendtag=0,  # noqa: N802
+                          source=-1, recvtag=-1):
+        """Isendrecv with one buffer (sent as it is now)."""
+        b = message_buffer(buf, 'Isendrecv_replace buffer')
+        send = self._isend('Isendrecv_replace', BUFFER,
+                           b.data[:b.count].copy(), b.datatype, dest,
+                           sendtag)
+        return PairRequest(send, self._irecv('Isendrecv_replace', BUFFER,
+                                             b, source, recvtag))
+
+    def isendrecv(self, sendobj, dest, sendtag=0, source=-1, recvtag=-1):
+        """Object Isendrecv; ``wait()`` returns the received object."""
+        import pickle
+        send = self._isend('isendrecv', 'object', pickle.dumps(sendobj),
+                           None, dest, sendtag)
+        recv = self._irecv('isendrecv', 'object', None, source, recvtag)
+        pair = PairRequest(send, recv)
+
+        def wait(status=None):
+            obj = recv.wait(status)
+            send.wait()
+            pair._done = True
+            return obj
+        pair.wait = wait
+        return pair

@@ -1,0 +1,83 @@
+"""What ``simulator.mpi`` names but does not simulate.
+
+RMA windows, files, sessions, intercommunicators, topologies and dynamic
+processes exist as names (mpi4py programs and its test suite reference
+them at import time) whose every use raises :class:`NotSimulated`, a
+``NotImplementedError`` that says what is missing. mpi4py's own tests
+treat ``NotImplementedError`` as "not provided by this MPI".
+"""
+
+__all__ = ['NotSimulated', 'not_simulated', 'Unsupported', 'CLASSES',
+           'FUNCTIONS']
+
+
+class NotSimulated(NotImplementedError):
+    """A part of MPI the simulator does not model."""
+
+
+def not_simulated(what):
+    """The error for an unsimulated ``what`` (e.g. ``'MPI.Win.Create'``)."""
+    return NotSimulated('simulator.mpi: {} is not simulated (outside the '
+                        'simulated subset: RMA windows, files, sessions, '
+                        'intercommunicators, topologies, derived datatypes, '
+                        'dynamic processes; see the README)'.format(what))
+
+
+class _Refusing(type):
+    def __getattr__(cls, name):
+        if name.startswith('__'):
+            raise AttributeError(name)
+        raise not_simulated('MPI.{}.{}'.format(cls.__name__, name))
+
+
+class Unsupported(metaclass=_Refusing):
+    """Base of the unsimulated handle types: constructors and methods raise
+    :class:`NotSimulated`; the null handles compare and test false."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise not_simulated('MPI.{}()'.format(type(self).__name__))
+
+    def __getattr__(self, name):
+        if name.startswith('__'):
+            raise AttributeError(name)
+        raise not_simulated('MPI.{}.{}'.format(type(self).__name__, name))
+
+    def __bool__(self):
+        return False
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    def __hash__(self):
+        return hash(type(self))
+
+    def __repr__(self):
+        return '<simulator.mpi.{} (not simulated)>'.format(
+            type(self).__name__)
+
+
+def _handle_type(name):
+    return _Refusing(name, (Unsupported,), {'__module__': 'simulator.mpi'})
+
+
+CLASSES = {name: _handle_type(name) for name in (
+    'Win', 'File', 'Session', 'Intercomm', 'Topocomm', 'Cartcomm',
+    'Graphcomm', 'Distgraphcomm', 'Grequest', 'memory')}
+
+
+def _refuse(name):
+    def call(*args, **kwargs):
+        raise not_simulated('MPI.{}'.format(name))
+    call.__name__ = name
+    call.__doc__ = 'Not simulated: raises NotSimulated.'
+    return call
+
+
+FUNCTIONS = {name: _refuse(name) for name in (
+    'Open_port', 'Close_port', 'Publish_name', 'Unpublish_name',
+    'Lookup_name', 'Register_datarep', 'Add_error_class', 'Add_error_code',
+    'Add_error_string', 'Remove_error_class', 'Remove_error_code',
+    'Remove_error_string', 'Get_hw_resource_info')}
