@@ -117,7 +117,7 @@ class NcclCommunicator:
     whose context is the unique id.
     """
 
-    def __init__(self, ndev, commId, rank):  # noqa: N803 -- CuPy's name
+    def __init__(self, ndev, commId, rank):  # CuPy's name
         ctx = current()
         if ctx is None:
             raise NcclError('simulator.nccl works inside a simulated run '
@@ -204,7 +204,7 @@ class NcclCommunicator:
                 clock.leave(state.world_rank)
         return result
 
-    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream=0):  # noqa: N802,E501
+    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream=0):  # noqa: E501
         """allReduce(sendbuf, recvbuf, count, datatype, op, stream)."""
         dtype = self._dtype(datatype)
         send = _view(sendbuf, count, dtype)
@@ -250,7 +250,7 @@ class NcclCommunicator:
         if self._rank != root:
             buf[...] = out
 
-    def allGather(self, sendbuf, recvbuf, count, datatype, stream=0):  # noqa: N802,E501
+    def allGather(self, sendbuf, recvbuf, count, datatype, stream=0):  # noqa: E501
         """allGather(sendbuf, recvbuf, count, datatype, stream)."""
         dtype = self._dtype(datatype)
 
@@ -262,7 +262,7 @@ class NcclCommunicator:
             _view(sendbuf, count, dtype), compute)
         _view(recvbuf, count * self._ndev, dtype)[...] = out
 
-    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op,  # noqa: N802,E501
+    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op,  # noqa: E501
                       stream=0):
         """reduceScatter(sendbuf, recvbuf, recvcount, datatype, op, stream)."""
         dtype = self._dtype(datatype)

@@ -176,7 +176,7 @@ class _Finder:
         return proxy
 
 
-class private_modules:    # noqa: N801 -- used like contextlib's helpers
+class private_modules:    # used like contextlib's helpers
     """While inside (nestable), the user's modules imported by ranks are
     per rank."""
 

@@ -122,61 +122,61 @@ COMM_WORLD = _RankLocalComm('COMM_WORLD')
 COMM_SELF = _RankLocalComm('COMM_SELF')
 
 
-def Get_processor_name():  # noqa: N802
+def Get_processor_name():
     """This rank's simulated host (``node0``...); the real one outside."""
     ctx = current()
     return socket.gethostname() if ctx is None else ctx.processor_name
 
 
-def Wtime():  # noqa: N802
+def Wtime():
     """Wall-clock seconds."""
     return time.perf_counter()
 
 
-def Wtick():  # noqa: N802
+def Wtick():
     """Resolution of Wtime."""
     return time.get_clock_info('perf_counter').resolution
 
 
-def Init():  # noqa: N802
+def Init():
     """A no-op: a simulated world is initialised by simulator.run."""
 
 
-def Init_thread(required=_constants.THREAD_MULTIPLE):  # noqa: N802
+def Init_thread(required=_constants.THREAD_MULTIPLE):
     """A no-op; returns THREAD_MULTIPLE."""
     return _constants.THREAD_MULTIPLE
 
 
-def Finalize():  # noqa: N802
+def Finalize():
     """A no-op: the world ends when every rank returns."""
 
 
-def Is_initialized():  # noqa: N802
+def Is_initialized():
     """True inside a simulated rank."""
     return current() is not None
 
 
-def Is_finalized():  # noqa: N802
+def Is_finalized():
     """Never finalized while a rank runs."""
     return False
 
 
-def Query_thread():  # noqa: N802
+def Query_thread():
     """Rank threads may all call MPI."""
     return _constants.THREAD_MULTIPLE
 
 
-def Is_thread_main():  # noqa: N802
+def Is_thread_main():
     """True in a rank's main thread (not in threads it started)."""
     return current() is not None and current_actor().main
 
 
-def Get_version():  # noqa: N802
+def Get_version():
     """The MPI standard version the subset follows."""
     return VERSION, SUBVERSION
 
 
-def Get_library_version():  # noqa: N802
+def Get_library_version():
     """A description of this library."""
     return 'simulator.mpi (threads in one process)'
 
@@ -188,26 +188,26 @@ def get_vendor():
     return 'Open MPI', (5, 0, 11)
 
 
-def Pcontrol(level):  # noqa: N802
+def Pcontrol(level):
     """Profiling control: accepted and ignored, as without a profiler."""
     if not isinstance(level, int):
         raise TypeError('Pcontrol level must be an int, got {!r}'.format(
             level))
 
 
-def Get_error_class(errorcode):  # noqa: N802
+def Get_error_class(errorcode):
     """The error class of an error code (the code itself here)."""
     return errorcode
 
 
-def Get_error_string(errorcode):  # noqa: N802
+def Get_error_string(errorcode):
     """MPI's text for an error code."""
     return str(_constants.Exception(errorcode))
 
 
 
 
-def Alloc_mem(size, info=None):  # noqa: N802
+def Alloc_mem(size, info=None):
     """``size`` bytes of memory (a bytearray: ordinary process memory)."""
     if not isinstance(size, int) or size < 0:
         raise _constants.Exception(_constants.ERR_ARG, 'Alloc_mem size '
@@ -215,29 +215,29 @@ def Alloc_mem(size, info=None):  # noqa: N802
     return bytearray(size)
 
 
-def Free_mem(mem):  # noqa: N802
+def Free_mem(mem):
     """Release memory from Alloc_mem (the garbage collector does)."""
 
 
-def Attach_buffer(buf):  # noqa: N802
+def Attach_buffer(buf):
     """Accepted: simulated buffered sends never run out of buffer."""
 
 
-def Detach_buffer():  # noqa: N802
+def Detach_buffer():
     """Accepted; returns None (no buffer was kept)."""
     return None
 
 
-def Flush_buffer():  # noqa: N802
+def Flush_buffer():
     """Buffered sends are delivered eagerly: nothing to flush."""
 
 
-def Iflush_buffer():  # noqa: N802
+def Iflush_buffer():
     """Flush_buffer, as a completed request."""
     return Request()
 
 
-def Get_address(location):  # noqa: N802
+def Get_address(location):
     """The address of a buffer's first byte."""
     from simulator.mpi.datatypes import parse
     data = parse(location, 'Get_address').data

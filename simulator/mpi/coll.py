@@ -189,7 +189,7 @@ class _CollectiveRequest(Request):
         self._done_now()
         return True, None
 
-    def Get_status(self, status=None):  # noqa: N802
+    def Get_status(self, status=None):
         return self._done or self._progress()
 
 
@@ -565,11 +565,11 @@ class Collectives:
         """Wait until every rank of the communicator arrives."""
         _run(self, 'barrier', (), None)
 
-    def Barrier(self):  # noqa: N802
+    def Barrier(self):
         """Wait until every rank of the communicator arrives."""
         _run(self, 'Barrier', (), None)
 
-    def Ibarrier(self):  # noqa: N802
+    def Ibarrier(self):
         """Start a barrier; the request completes when all ranks arrived."""
         s, slot, record = _start(self, 'Ibarrier', (), None)
         return _CollectiveRequest(s, slot, record)
@@ -648,7 +648,7 @@ class Collectives:
                     lambda s, slot: pickle.loads(slot.result[s.rank]),
                     combine=_prefix(op, True))
 
-    def Bcast(self, buf, root=0):  # noqa: N802
+    def Bcast(self, buf, root=0):
         """Copy root's buffer into every rank's buffer."""
         root = self._root(root)
         b = parse(buf, 'Bcast buffer')
@@ -661,7 +661,7 @@ class Collectives:
                              ('dtype', str(mine.dtype))), mine, finish,
              stay=True)
 
-    def Ibcast(self, buf, root=0):  # noqa: N802
+    def Ibcast(self, buf, root=0):
         """Non-blocking Bcast; the data is in place once the request is
         done."""
         root = self._root(root)
@@ -676,46 +676,46 @@ class Collectives:
             mine)
         return _CollectiveRequest(s, slot, record, finish, stay=True)
 
-    def Gather(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Gather(self, sendbuf, recvbuf, root=0):
         """Root receives every rank's block, in rank order."""
         _gather(self, 'Gather', sendbuf, recvbuf, root, False)
 
-    def Gatherv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Gatherv(self, sendbuf, recvbuf, root=0):
         """Gather with per-rank counts/displacements at the root."""
         _gather(self, 'Gatherv', sendbuf, recvbuf, root, True)
 
-    def Scatter(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Scatter(self, sendbuf, recvbuf, root=0):
         """Rank ``i`` receives block ``i`` of root's buffer."""
         _scatter(self, 'Scatter', sendbuf, recvbuf, root)
 
-    def Scatterv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Scatterv(self, sendbuf, recvbuf, root=0):
         """Scatter with per-rank counts/displacements at the root."""
         _scatter(self, 'Scatterv', sendbuf, recvbuf, root)
 
-    def Allgather(self, sendbuf, recvbuf):  # noqa: N802
+    def Allgather(self, sendbuf, recvbuf):
         """Every rank receives every rank's block, in rank order."""
         _allgather(self, 'Allgather', sendbuf, recvbuf)
 
-    def Allgatherv(self, sendbuf, recvbuf):  # noqa: N802
+    def Allgatherv(self, sendbuf, recvbuf):
         """Allgather with per-rank counts/displacements."""
         _allgather(self, 'Allgatherv', sendbuf, recvbuf)
 
-    def Alltoall(self, sendbuf, recvbuf):  # noqa: N802
+    def Alltoall(self, sendbuf, recvbuf):
         """Block ``j`` of rank ``i`` goes to block ``i`` of rank ``j``."""
         _alltoall(self, 'Alltoall', sendbuf, recvbuf)
 
-    def Alltoallv(self, sendbuf, recvbuf):  # noqa: N802
+    def Alltoallv(self, sendbuf, recvbuf):
         """Alltoall with per-rank counts/displacements."""
         _alltoall(self, 'Alltoallv', sendbuf, recvbuf)
 
-    def Allreduce(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    def Allreduce(self, sendbuf, recvbuf, op=SUM):
         """Every rank's ``recvbuf`` gets ``op`` over every rank's
         ``sendbuf``."""
         sig, arg, finish, combine, shared = _allreduce_parts(
             self, 'Allreduce', sendbuf, recvbuf, op)
         _run(self, 'Allreduce', sig, arg, finish, combine, stay=shared)
 
-    def Iallreduce(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    def Iallreduce(self, sendbuf, recvbuf, op=SUM):
         """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
         sig, arg, finish, combine, shared = _allreduce_parts(
             self, 'Iallreduce', sendbuf, recvbuf, op)
@@ -726,74 +726,74 @@ class Collectives:
         s, slot, record = _start(self, 'Iallreduce', sig, arg, combine)
         return _CollectiveRequest(s, slot, record, finish, stay=shared)
 
-    def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
+    def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
         """Root's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""
         _reduce(self, 'Reduce', sendbuf, recvbuf, op, root)
 
-    def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=SUM):
         """Rank ``i`` gets block ``i`` of the ``op``-reduction of all sends."""
         _reduce_scatter(self, 'Reduce_scatter_block', sendbuf, recvbuf, None,
                         op)
 
-    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None,  # noqa: N802
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None,
                        op=SUM):
         """Reduce_scatter with per-rank ``recvcounts``."""
         _reduce_scatter(self, 'Reduce_scatter', sendbuf, recvbuf, recvcounts,
                         op)
 
-    def Igather(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Igather(self, sendbuf, recvbuf, root=0):
         """Non-blocking Gather."""
         return _gather(self, 'Igather', sendbuf, recvbuf, root, False)
 
-    def Igatherv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Igatherv(self, sendbuf, recvbuf, root=0):
         """Non-blocking Gatherv."""
         return _gather(self, 'Igatherv', sendbuf, recvbuf, root, True)
 
-    def Iscatter(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Iscatter(self, sendbuf, recvbuf, root=0):
         """Non-blocking Scatter."""
         return _scatter(self, 'Iscatter', sendbuf, recvbuf, root)
 
-    def Iscatterv(self, sendbuf, recvbuf, root=0):  # noqa: N802
+    def Iscatterv(self, sendbuf, recvbuf, root=0):
         """Non-blocking Scatterv."""
         return _scatter(self, 'Iscatterv', sendbuf, recvbuf, root)
 
-    def Iallgather(self, sendbuf, recvbuf):  # noqa: N802
+    def Iallgather(self, sendbuf, recvbuf):
         """Non-blocking Allgather."""
         return _allgather(self, 'Iallgather', sendbuf, recvbuf)
 
-    def Iallgatherv(self, sendbuf, recvbuf):  # noqa: N802
+    def Iallgatherv(self, sendbuf, recvbuf):
         """Non-blocking Allgatherv."""
         return _allgather(self, 'Iallgatherv', sendbuf, recvbuf)
 
-    def Ialltoall(self, sendbuf, recvbuf):  # noqa: N802
+    def Ialltoall(self, sendbuf, recvbuf):
         """Non-blocking Alltoall."""
         return _alltoall(self, 'Ialltoall', sendbuf, recvbuf)
 
-    def Ialltoallv(self, sendbuf, recvbuf):  # noqa: N802
+    def Ialltoallv(self, sendbuf, recvbuf):
         """Non-blocking Alltoallv."""
         return _alltoall(self, 'Ialltoallv', sendbuf, recvbuf)
 
-    def Ireduce(self, sendbuf, recvbuf, op=SUM, root=0):  # noqa: N802
+    def Ireduce(self, sendbuf, recvbuf, op=SUM, root=0):
         """Non-blocking Reduce."""
         return _reduce(self, 'Ireduce', sendbuf, recvbuf, op, root)
 
-    def Ireduce_scatter_block(self, sendbuf, recvbuf,  # noqa: N802
+    def Ireduce_scatter_block(self, sendbuf, recvbuf,
                               op=SUM):
         """Non-blocking Reduce_scatter_block."""
         return _reduce_scatter(self, 'Ireduce_scatter_block', sendbuf,
                                recvbuf, None, op)
 
-    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None,  # noqa: N802
+    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None,
                         op=SUM):
         """Non-blocking Reduce_scatter."""
         return _reduce_scatter(self, 'Ireduce_scatter', sendbuf, recvbuf,
                                recvcounts, op)
 
-    def Alltoallw(self, sendbuf, recvbuf):  # noqa: N802
+    def Alltoallw(self, sendbuf, recvbuf):
         """Alltoall with per-rank counts, byte displacements and
         datatypes."""
         _alltoallw(self, 'Alltoallw', sendbuf, recvbuf)
 
-    def Ialltoallw(self, sendbuf, recvbuf):  # noqa: N802
+    def Ialltoallw(self, sendbuf, recvbuf):
         """Non-blocking Alltoallw."""
         return _alltoallw(self, 'Ialltoallw', sendbuf, recvbuf)

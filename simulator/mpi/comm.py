@@ -69,45 +69,45 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         return state
 
     # -- identity -------------------------------------------------------
-    def Get_rank(self):  # noqa: N802
+    def Get_rank(self):
         """This rank in the communicator."""
         return self._s.rank
 
-    def Get_size(self):  # noqa: N802
+    def Get_size(self):
         """Number of ranks in the communicator."""
         return len(self._s.group)
 
     rank = property(Get_rank)
     size = property(Get_size)
 
-    def Get_name(self):  # noqa: N802
+    def Get_name(self):
         """The communicator's name (``MPI_COMM_WORLD``...; '' for one
         made by Split or Dup and never named, as in Open MPI)."""
         return self._s.title
 
-    def Set_name(self, name):  # noqa: N802
+    def Set_name(self, name):
         """Rename the communicator (this rank's handle)."""
         self._s.name = self._s.title = str(name)
 
     name = property(Get_name, Set_name)
 
-    def Set_errhandler(self, errhandler):  # noqa: N802
+    def Set_errhandler(self, errhandler):
         """Accepted; simulated errors always raise MPI.Exception."""
         self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
 
-    def Get_errhandler(self):  # noqa: N802
+    def Get_errhandler(self):
         """Errors raise exceptions (mpi4py's default)."""
         return ERRORS_RETURN
 
-    def Is_inter(self):  # noqa: N802
+    def Is_inter(self):
         """Always False: only intracommunicators are simulated."""
         return False
 
-    def Is_intra(self):  # noqa: N802
+    def Is_intra(self):
         """Always True."""
         return True
 
-    def Compare(self, comm):  # noqa: N802
+    def Compare(self, comm):
         """IDENT (same handle), CONGRUENT (same group, same order),
         SIMILAR (same members, another order) or UNEQUAL."""
         a, b = self._s, comm._s
@@ -139,7 +139,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         return '<simulator.mpi.Comm {} rank {}/{}>'.format(
             state.name, state.rank, len(state.group))
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """Release the communicator; the handle becomes COMM_NULL."""
         s = self._s
         if s.ctx in (('world',),) or s.ctx[0] == 'self':
@@ -147,7 +147,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         s.freed = True
         self._state = None
 
-    def Abort(self, errorcode=0):  # noqa: N802
+    def Abort(self, errorcode=0):
         """Stop the whole world at once, from any thread of any rank:
         AbortError here, and in every rank that waits."""
         s = self._s
@@ -232,11 +232,11 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
             s.world, (s.ctx, seq, c), world_ranks, new_rank,
             '{}.{}#{}(color={})'.format(s.name, op, seq, c), title=''))
 
-    def Split(self, color=0, key=0):  # noqa: N802
+    def Split(self, color=0, key=0):
         """New communicators by color, ordered by (key, old rank)."""
         return self._split('Split', color, key)
 
-    def Split_type(self, split_type, key=0, info=None):  # noqa: N802
+    def Split_type(self, split_type, key=0, info=None):
         """COMM_TYPE_SHARED: one communicator per simulated node."""
         s = self._s
         if split_type == COMM_TYPE_SHARED:
@@ -249,7 +249,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
                                    split_type))
         return self._split('Split_type', color, key)
 
-    def Dup(self, info=None):  # noqa: N802
+    def Dup(self, info=None):
         """A new communicator with the same group and a new context."""
         s = self._s
         seq = s.next_seq()
@@ -269,68 +269,68 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     Clone = Dup
 
-    def Idup_with_info(self, info):  # noqa: N802
+    def Idup_with_info(self, info):
         """Idup; hints are ignored."""
         return self.Idup(info)
 
-    def Get_topology(self):  # noqa: N802
+    def Get_topology(self):
         """UNDEFINED: topologies are not simulated."""
         self._s  # noqa: B018
         return UNDEFINED
 
-    def Attach_buffer(self, buf):  # noqa: N802
+    def Attach_buffer(self, buf):
         """Accepted: simulated buffered sends never run out of buffer."""
 
-    def Detach_buffer(self):  # noqa: N802
+    def Detach_buffer(self):
         """Accepted; no buffer was kept."""
         return None
 
-    def Flush_buffer(self):  # noqa: N802
+    def Flush_buffer(self):
         """Nothing to flush (buffered sends are eager)."""
 
-    def Iflush_buffer(self):  # noqa: N802
+    def Iflush_buffer(self):
         """Flush_buffer, as a completed request."""
         return Request()
 
     @classmethod
-    def Get_parent(cls):  # noqa: N802
+    def Get_parent(cls):
         """COMM_NULL: no process was spawned (not simulated)."""
         return _null_constant()
 
     @classmethod
-    def Create_from_group(cls, group, stringtag='org.mpi4py',  # noqa: N802
+    def Create_from_group(cls, group, stringtag='org.mpi4py',
                           info=None, errhandler=None):
         """MPI 4 sessions' constructor: not simulated (MPI 3.1 here)."""
         from simulator.mpi.unsupported import not_simulated
         raise not_simulated('Intracomm.Create_from_group (MPI 4 '
                             'sessions)')
 
-    def Idup(self, info=None):  # noqa: N802
+    def Idup(self, info=None):
         """Dup, returned with a completed request: (comm, request)."""
         return self.Dup(info), Request()
 
-    def Dup_with_info(self, info):  # noqa: N802
+    def Dup_with_info(self, info):
         """Dup; hints are ignored."""
         return self.Dup(info)
 
-    def Set_info(self, info):  # noqa: N802
+    def Set_info(self, info):
         """Accepted; hints are ignored."""
         self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
 
-    def Get_info(self):  # noqa: N802
+    def Get_info(self):
         """An empty Info (no hints are kept)."""
         self._s  # noqa: B018
         return Info()
 
     info = property(Get_info, Set_info)
 
-    def Get_group(self):  # noqa: N802
+    def Get_group(self):
         """The communicator's group."""
         return Group._of(self._s.group)
 
     group = property(Get_group)
 
-    def Create(self, group):  # noqa: N802
+    def Create(self, group):
         """A communicator over ``group`` (a subset of this one, in group
         order); COMM_NULL on the other ranks. Collective on this one."""
         s = self._s
@@ -344,7 +344,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
             return self._split('Create', 0, members.index(me))
         return self._split('Create', UNDEFINED, 0)
 
-    def Create_group(self, group, tag=0):  # noqa: N802
+    def Create_group(self, group, tag=0):
         """A communicator over ``group``, made by its members only (in
         the same order on each, per ``tag``)."""
         s = self._s
@@ -387,7 +387,7 @@ class Intracomm(Comm):
     __module__ = 'simulator.mpi'
 
 
-def NullComm():  # noqa: N802 -- mirrors the COMM_NULL constant
+def NullComm():  # mirrors the COMM_NULL constant
     """A fresh null communicator handle."""
     return Intracomm(None)
 

@@ -84,15 +84,15 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
             text = '{} ({})'.format(text, detail)
         super().__init__(text)
 
-    def Get_error_class(self):  # noqa: N802
+    def Get_error_class(self):
         """The MPI error class, e.g. ``ERR_TRUNCATE``."""
         return self.error_code
 
-    def Get_error_code(self):  # noqa: N802
+    def Get_error_code(self):
         """The MPI error code (same as the class here)."""
         return self.error_code
 
-    def Get_error_string(self):  # noqa: N802
+    def Get_error_string(self):
         """MPI's text for the error."""
         return str(self)
 

@@ -30,28 +30,28 @@ class Datatype:
         # padded extent: ``size`` is MPI's count of data bytes.
         self._size = size
 
-    def Get_size(self):  # noqa: N802
+    def Get_size(self):
         """Bytes per element."""
         if self._size is not None:
             return self._size
         return 0 if self.dtype is None else self.dtype.itemsize
 
-    def Get_name(self):  # noqa: N802
+    def Get_name(self):
         """The MPI name, e.g. ``MPI_FLOAT``."""
         return self.name
 
-    def Get_extent(self):  # noqa: N802
+    def Get_extent(self):
         """(lower bound, extent) in bytes."""
         return 0, 0 if self.dtype is None else self.dtype.itemsize
 
-    def Commit(self):  # noqa: N802
+    def Commit(self):
         """Predefined datatypes are always committed."""
         return self
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """Predefined datatypes cannot be freed; a no-op."""
 
-    def Dup(self):  # noqa: N802
+    def Dup(self):
         """The same (predefined) datatype."""
         return self
 

@@ -33,11 +33,11 @@ class Group:
             raise MPIException(ERR_GROUP, 'operation on GROUP_NULL')
         return self._members
 
-    def Get_size(self):  # noqa: N802
+    def Get_size(self):
         """Number of processes in the group."""
         return len(self._m)
 
-    def Get_rank(self):  # noqa: N802
+    def Get_rank(self):
         """This process's rank in the group, or UNDEFINED."""
         ctx = current()
         me = None if ctx is None else ctx.rank
@@ -61,7 +61,7 @@ class Group:
                                'rank'.format(what, out))
         return out
 
-    def Translate_ranks(self, ranks=None, group=None):  # noqa: N802
+    def Translate_ranks(self, ranks=None, group=None):
         """The ranks in ``group`` of this group's ``ranks`` (UNDEFINED
         for a process not in ``group``, PROC_NULL stays PROC_NULL)."""
         members = self._m
@@ -81,7 +81,7 @@ class Group:
             out.append(other.index(world) if world in other else UNDEFINED)
         return out
 
-    def Compare(self, group):  # noqa: N802
+    def Compare(self, group):
         """IDENT (same members, same order), SIMILAR or UNEQUAL."""
         a, b = self._m, group._m
         if a == b:
@@ -89,13 +89,13 @@ class Group:
         return SIMILAR if sorted(a) == sorted(b) else UNEQUAL
 
     @classmethod
-    def Union(cls, group1, group2):  # noqa: N802
+    def Union(cls, group1, group2):
         """``group1``'s members, then ``group2``'s that are not in it."""
         a = group1._m
         return cls._of(a + tuple(m for m in group2._m if m not in a))
 
     @classmethod
-    def Intersection(cls, group1, group2):  # noqa: N802
+    def Intersection(cls, group1, group2):
         """``group1``'s members that are in ``group2``, in that order."""
         b = group2._m
         return cls._of(m for m in group1._m if m in b)
@@ -103,17 +103,17 @@ class Group:
     Intersect = Intersection
 
     @classmethod
-    def Difference(cls, group1, group2):  # noqa: N802
+    def Difference(cls, group1, group2):
         """``group1``'s members that are not in ``group2``."""
         b = group2._m
         return cls._of(m for m in group1._m if m not in b)
 
-    def Incl(self, ranks):  # noqa: N802
+    def Incl(self, ranks):
         """The members at ``ranks``, in that order."""
         members = self._m
         return Group._of(members[r] for r in self._ranks(ranks, 'Incl'))
 
-    def Excl(self, ranks):  # noqa: N802
+    def Excl(self, ranks):
         """The members not at ``ranks``."""
         dropped = set(self._ranks(ranks, 'Excl'))
         return Group._of(m for i, m in enumerate(self._m)
@@ -129,19 +129,19 @@ class Group:
             out.extend(range(first, stop, stride))
         return out
 
-    def Range_incl(self, ranges):  # noqa: N802
+    def Range_incl(self, ranges):
         """Incl of the ranks in (first, last, stride) ranges."""
         return self.Incl(self._range_ranks(ranges, 'Range_incl'))
 
-    def Range_excl(self, ranges):  # noqa: N802
+    def Range_excl(self, ranges):
         """Excl of the ranks in (first, last, stride) ranges."""
         return self.Excl(self._range_ranks(ranges, 'Range_excl'))
 
-    def Dup(self):  # noqa: N802
+    def Dup(self):
         """A new handle to the same group."""
         return Group(self)
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """Release the handle (it becomes GROUP_NULL)."""
         self._m  # noqa: B018 -- raises on GROUP_NULL
         if self is GROUP_EMPTY:

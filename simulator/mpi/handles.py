@@ -11,11 +11,11 @@ class Info:
     __module__ = 'simulator.mpi'
 
     @classmethod
-    def Create(cls):  # noqa: N802
+    def Create(cls):
         """A fresh, empty Info."""
         return cls()
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """Nothing to free."""
 
 
@@ -27,7 +27,7 @@ class Errhandler:
     def __init__(self, name):
         self.name = name
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """Predefined handlers cannot be freed; a no-op."""
 
 

@@ -78,7 +78,7 @@ class Message:
         request = RecvRequest(state, kind, buf)
         return request
 
-    def Recv(self, buf, status=None):  # noqa: N802
+    def Recv(self, buf, status=None):
         """Receive the probed message into ``buf``."""
         request = self._request(BUFFER, _buffer(buf, 'Message.Recv'))
         if request._activity is None:
@@ -86,7 +86,7 @@ class Message:
             return
         request._complete(status)
 
-    def Irecv(self, buf):  # noqa: N802
+    def Irecv(self, buf):
         """Start receiving the probed message (already here: it
         completes at the first Wait or Test)."""
         request = self._request(BUFFER, _buffer(buf, 'Message.Irecv'))
@@ -110,13 +110,13 @@ class Message:
         return request
 
     @classmethod
-    def Probe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+    def Probe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG,
               status=None):
         """``comm.Mprobe(source, tag, status)``."""
         return comm.Mprobe(source, tag, status)
 
     @classmethod
-    def Iprobe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+    def Iprobe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG,
                status=None):
         """``comm.Improbe(source, tag, status)``."""
         return comm.Improbe(source, tag, status)
@@ -147,7 +147,7 @@ class _NoProcRequest(Request):
         _no_proc_status(status)
         return True, None
 
-    def Get_status(self, status=None):  # noqa: N802
+    def Get_status(self, status=None):
         return True
 
 
@@ -208,13 +208,13 @@ class MatchedProbes:
         recv.message = msg
         return Message._taken(recv)
 
-    def Mprobe(self, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+    def Mprobe(self, source=ANY_SOURCE, tag=ANY_TAG,
                status=None):
         """Wait for a matching message and take it: only the returned
         Message can receive it."""
         return self._mprobe('Mprobe', source, tag, status, True)
 
-    def Improbe(self, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+    def Improbe(self, source=ANY_SOURCE, tag=ANY_TAG,
                 status=None):
         """Take a matching message if one is queued; None otherwise."""
         return self._mprobe('Improbe', source, tag, status, False)

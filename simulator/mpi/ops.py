@@ -83,7 +83,7 @@ class Op:
             return (_predefined_copy, (self.name,))
         return (_user_op, (self.pyfunc, self.commute))
 
-    def Is_commutative(self):  # noqa: N802
+    def Is_commutative(self):
         """True for the predefined operations."""
         return self.commute
 
@@ -94,11 +94,11 @@ class Op:
         """True for MPI's own operations (and OP_NULL)."""
         return not self.user
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """User operations are garbage collected; a no-op."""
 
     @classmethod
-    def Create(cls, function, commute=False):  # noqa: N802
+    def Create(cls, function, commute=False):
         """A user operation from ``function(x, y) -> x op y`` on objects.
 
         For buffers, ``function`` is called as ``function(invec, inoutvec,
@@ -109,7 +109,7 @@ class Op:
         op._id = object()
         return op
 
-    def Reduce_local(self, inbuf, inoutbuf):  # noqa: N802
+    def Reduce_local(self, inbuf, inoutbuf):
         """``inoutbuf = inbuf op inoutbuf`` elementwise, locally."""
         from simulator.mpi.datatypes import parse
         source = parse(inbuf, 'Reduce_local input buffer')

@@ -37,7 +37,7 @@ class RecvRequest(Request):
         self._kind = kind
         self._buf = buf
 
-    def Cancel(self):  # noqa: N802
+    def Cancel(self):
         """Withdraw the receive if no message has matched it yet."""
         recv = self._activity
         world = recv.world
@@ -214,23 +214,23 @@ class PointToPoint:
         sreq.wait()
         return obj
 
-    def Send(self, buf, dest, tag=0):  # noqa: N802
+    def Send(self, buf, dest, tag=0):
         """Send a buffer (copied now)."""
         self._send_buffer('Send', buf, dest, tag).Wait()
 
-    def Bsend(self, buf, dest, tag=0):  # noqa: N802
+    def Bsend(self, buf, dest, tag=0):
         """Buffered send: a standard send here (never out of buffer)."""
         self._send_buffer('Bsend', buf, dest, tag).Wait()
 
-    def Rsend(self, buf, dest, tag=0):  # noqa: N802
+    def Rsend(self, buf, dest, tag=0):
         """Ready send: a standard send here."""
         self._send_buffer('Rsend', buf, dest, tag).Wait()
 
-    def Ibsend(self, buf, dest, tag=0):  # noqa: N802
+    def Ibsend(self, buf, dest, tag=0):
         """Start a buffered send."""
         return self._send_buffer('Ibsend', buf, dest, tag)
 
-    def Irsend(self, buf, dest, tag=0):  # noqa: N802
+    def Irsend(self, buf, dest, tag=0):
         """Start a ready send."""
         return self._send_buffer('Irsend', buf, dest, tag)
 
@@ -242,32 +242,32 @@ class PointToPoint:
         """Start a buffered object send."""
         return self.isend(obj, dest, tag)
 
-    def Ssend(self, buf, dest, tag=0):  # noqa: N802
+    def Ssend(self, buf, dest, tag=0):
         """Send a buffer; return once it is received."""
         self._send_buffer('Ssend', buf, dest, tag, sync=True).Wait()
 
-    def Isend(self, buf, dest, tag=0):  # noqa: N802
+    def Isend(self, buf, dest, tag=0):
         """Start sending a buffer."""
         return self._send_buffer('Isend', buf, dest, tag)
 
-    def Issend(self, buf, dest, tag=0):  # noqa: N802
+    def Issend(self, buf, dest, tag=0):
         """Start a synchronous buffer send."""
         return self._send_buffer('Issend', buf, dest, tag, sync=True)
 
-    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+    def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,
              status=None):
         """Receive into a buffer."""
         b = parse(buf if buf is not None else [None, 0, 'B'],
                   'Recv buffer')
         self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
 
-    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):  # noqa: N802
+    def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving into a buffer."""
         b = parse(buf if buf is not None else [None, 0, 'B'],
                   'Irecv buffer')
         return self._irecv('Irecv', BUFFER, b, source, tag)
 
-    def Sendrecv(self, sendbuf, dest, sendtag=0,  # noqa: N802
+    def Sendrecv(self, sendbuf, dest, sendtag=0,
                  recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG,
                  status=None):
         """Send one buffer and receive another."""
@@ -277,7 +277,7 @@ class PointToPoint:
         self._irecv('Sendrecv', BUFFER, b, source, recvtag).Wait(status)
         sreq.Wait()
 
-    def Sendrecv_replace(self, buf, dest, sendtag=0,  # noqa: N802
+    def Sendrecv_replace(self, buf, dest, sendtag=0,
                          source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send a buffer, then receive into the same buffer."""
         sreq = self._send_buffer('Sendrecv_replace', buf, dest, sendtag)
@@ -332,12 +332,12 @@ class PointToPoint:
             status._fill(msg.source, msg.tag, msg.nbytes)
         return True
 
-    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+    def Probe(self, source=ANY_SOURCE, tag=ANY_TAG,
               status=None):
         """Block until a matching message is queued."""
         return self._probe('Probe', source, tag, status, True)
 
-    def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG,  # noqa: N802
+    def Iprobe(self, source=ANY_SOURCE, tag=ANY_TAG,
                status=None):
         """True when a matching message is queued."""
         return self._probe('Iprobe', source, tag, status, False)

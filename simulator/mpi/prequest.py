@@ -35,7 +35,7 @@ class Prequest(Request):
         self._start = start if request is None else request._start
         self._current = None
 
-    def Start(self):  # noqa: N802
+    def Start(self):
         """Begin one operation."""
         if self._start is None:
             raise ValueError('Start on a null persistent request')
@@ -43,7 +43,7 @@ class Prequest(Request):
         self._done = False
 
     @staticmethod
-    def Startall(requests):  # noqa: N802
+    def Startall(requests):
         """Start every request."""
         for request in requests:
             request.Start()
@@ -62,10 +62,10 @@ class Prequest(Request):
             self._done = True
         return done, result
 
-    def Get_status(self, status=None):  # noqa: N802
+    def Get_status(self, status=None):
         return self._inner().Get_status(status)
 
-    def Cancel(self):  # noqa: N802
+    def Cancel(self):
         self._inner().Cancel()
 
     def _waitable(self):
@@ -82,7 +82,7 @@ class Prequest(Request):
     def __hash__(self):
         return id(self._start)
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """Forget the recipe (the handle becomes null)."""
         self._start = None
 
@@ -111,7 +111,7 @@ class PairRequest(Request):
         self.wait(status)
         return True, None
 
-    def Get_status(self, status=None):  # noqa: N802
+    def Get_status(self, status=None):
         return all(p.Get_status() for p in self._parts)
 
     def _waitable(self):
@@ -124,7 +124,7 @@ class PersistentP2P:
     def _init(self, op, start):
         return Prequest(start=start)
 
-    def Send_init(self, buf, dest, tag=0):  # noqa: N802
+    def Send_init(self, buf, dest, tag=0):
         """A persistent standard send."""
         b = message_buffer(buf, 'Send_init')
         self._peer(dest, 'destination', False)
@@ -135,7 +135,7 @@ class PersistentP2P:
     Bsend_init = Send_init
     Rsend_init = Send_init
 
-    def Ssend_init(self, buf, dest, tag=0):  # noqa: N802
+    def Ssend_init(self, buf, dest, tag=0):
         """A persistent synchronous send."""
         b = message_buffer(buf, 'Ssend_init')
         self._peer(dest, 'destination', False)
@@ -143,7 +143,7 @@ class PersistentP2P:
             'Ssend_init', BUFFER, b.data[:b.count].copy(), b.datatype,
             dest, tag, sync=True))
 
-    def Recv_init(self, buf, source=-1, tag=-1):  # noqa: N802
+    def Recv_init(self, buf, source=-1, tag=-1):
         """A persistent receive."""
         b = message_buffer(buf, 'Recv_init')
         self._peer(source, 'source', True)
@@ -160,7 +160,7 @@ class PersistentP2P:
         return PairRequest(send, self._irecv('Isendrecv', BUFFER, rb,
                                              source, recvtag))
 
-    def Isendrecv_replace(self, buf, dest, sendtag=0,  # noqa: N802
+    def Isendrecv_replace(self, buf, dest, sendtag=0,
                           source=-1, recvtag=-1):
         """Isendrecv with one buffer (sent as it is now)."""
         b = message_buffer(buf, 'Isendrecv_replace buffer')

@@ -26,19 +26,19 @@ class Status:
             self.source, self.tag = status.source, status.tag
             self.error, self.nbytes = status.error, status.nbytes
 
-    def Get_source(self):  # noqa: N802
+    def Get_source(self):
         """Rank the message came from (in the receive's communicator)."""
         return self.source
 
-    def Get_tag(self):  # noqa: N802
+    def Get_tag(self):
         """Tag of the message."""
         return self.tag
 
-    def Get_error(self):  # noqa: N802
+    def Get_error(self):
         """Error code (SUCCESS)."""
         return self.error
 
-    def Get_count(self, datatype=None):  # noqa: N802
+    def Get_count(self, datatype=None):
         """Number of ``datatype`` elements received (bytes by default)."""
         size = 1 if datatype is None else datatype.Get_size()
         if size == 0:
@@ -47,28 +47,28 @@ class Status:
             return UNDEFINED
         return self.nbytes // size
 
-    def Get_elements(self, datatype):  # noqa: N802
+    def Get_elements(self, datatype):
         """Same as Get_count for predefined datatypes."""
         return self.Get_count(datatype)
 
-    def Is_cancelled(self):  # noqa: N802
+    def Is_cancelled(self):
         """True for a receive withdrawn by ``Cancel`` before it matched."""
         return self.cancelled
 
-    def Set_source(self, source):  # noqa: N802
+    def Set_source(self, source):
         self.source = source
 
-    def Set_tag(self, tag):  # noqa: N802
+    def Set_tag(self, tag):
         self.tag = tag
 
-    def Set_error(self, error):  # noqa: N802
+    def Set_error(self, error):
         self.error = error
 
-    def Set_elements(self, datatype, count):  # noqa: N802
+    def Set_elements(self, datatype, count):
         """Record ``count`` elements of ``datatype`` (for Get_count)."""
         self.nbytes = count * datatype.Get_size()
 
-    def Set_cancelled(self, flag):  # noqa: N802
+    def Set_cancelled(self, flag):
         """Mark the status cancelled (or not)."""
         self.cancelled = bool(flag)
 
@@ -117,7 +117,7 @@ class Request:
             self._done = True
         return self._result
 
-    def Wait(self, status=None):  # noqa: N802
+    def Wait(self, status=None):
         """Block until the operation completes."""
         self.wait(status)
         return True
@@ -129,7 +129,7 @@ class Request:
         activity.wait(self._activity)
         return self._complete(status)
 
-    def Test(self, status=None):  # noqa: N802
+    def Test(self, status=None):
         """Complete the operation if possible; True when done."""
         return self.test(status)[0]
 
@@ -141,14 +141,14 @@ class Request:
             return False, None
         return True, self._complete(status)
 
-    def Get_status(self, status=None):  # noqa: N802
+    def Get_status(self, status=None):
         """True when the operation is complete (does not complete it)."""
         return self._done or activity.test(self._activity)
 
-    def Cancel(self):  # noqa: N802
+    def Cancel(self):
         """Sends cannot be cancelled (as in Open MPI); receives can."""
 
-    def Free(self):  # noqa: N802
+    def Free(self):
         """Forget the request (the operation still takes place)."""
 
     def cancel(self):
@@ -182,7 +182,7 @@ class Request:
                          'process that started it')
 
     @staticmethod
-    def Waitall(requests, statuses=None):  # noqa: N802
+    def Waitall(requests, statuses=None):
         """Wait for every request."""
         Request.waitall(requests, statuses)
         return True
@@ -198,7 +198,7 @@ class Request:
         return out
 
     @staticmethod
-    def Testall(requests, statuses=None):  # noqa: N802
+    def Testall(requests, statuses=None):
         """True (completing them all) when every request is done."""
         return Request.testall(requests, statuses)[0]
 
@@ -211,7 +211,7 @@ class Request:
         return True, Request.waitall(requests, statuses)
 
     @staticmethod
-    def Waitany(requests, status=None):  # noqa: N802
+    def Waitany(requests, status=None):
         """Wait for one request; return its index."""
         return Request.waitany(requests, status)[0]
 
@@ -243,7 +243,7 @@ class Request:
         return self._activity
 
     @staticmethod
-    def Testany(requests, status=None):  # noqa: N802
+    def Testany(requests, status=None):
         """(index, flag) of a completed request, never blocking."""
         index, flag, _ = Request.testany(requests, status)
         return index, flag
@@ -266,7 +266,7 @@ class Request:
         return UNDEFINED, all(r._done for r in requests), None
 
     @staticmethod
-    def Get_status_any(requests, status=None):  # noqa: N802
+    def Get_status_any(requests, status=None):
         """(index, flag) of a complete request, not completing it."""
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
@@ -274,12 +274,12 @@ class Request:
         return UNDEFINED, all(r._done for r in requests)
 
     @staticmethod
-    def Get_status_all(requests, statuses=None):  # noqa: N802
+    def Get_status_all(requests, statuses=None):
         """True when every request is complete (none is completed)."""
         return all(r._done or r.Get_status() for r in requests)
 
     @staticmethod
-    def Get_status_some(requests, statuses=None):  # noqa: N802
+    def Get_status_some(requests, statuses=None):
         """Indices of the complete active requests (None if none is
         active)."""
         if all(r._done for r in requests):
@@ -288,7 +288,7 @@ class Request:
                 if not r._done and r.Get_status()]
 
     @staticmethod
-    def Waitsome(requests, statuses=None):  # noqa: N802
+    def Waitsome(requests, statuses=None):
         """Wait until some requests complete; their indices (None when
         none is active)."""
         return Request.waitsome(requests, statuses)[0]
@@ -309,7 +309,7 @@ class Request:
             [r._waitable() for _, r in active]), statuses)
 
     @staticmethod
-    def Testsome(requests, statuses=None):  # noqa: N802
+    def Testsome(requests, statuses=None):
         """Indices of the requests complete now (None when none is
         active); never blocks."""
         return Request.testsome(requests, statuses)[0]

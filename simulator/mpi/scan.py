@@ -71,19 +71,19 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
 class Scans:
     """Buffer prefix reductions; mixed into ``simulator.mpi.Comm``."""
 
-    def Scan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    def Scan(self, sendbuf, recvbuf, op=SUM):
         """Rank ``r`` gets ``op`` over the blocks of ranks ``0..r``."""
         _scan(self, 'Scan', sendbuf, recvbuf, op, exclusive=False)
 
-    def Exscan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    def Exscan(self, sendbuf, recvbuf, op=SUM):
         """Rank ``r > 0`` gets ``op`` over the blocks of ranks ``0..r-1``;
         rank 0's receive buffer is left as it was."""
         _scan(self, 'Exscan', sendbuf, recvbuf, op, exclusive=True)
 
-    def Iscan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    def Iscan(self, sendbuf, recvbuf, op=SUM):
         """Non-blocking Scan."""
         return _scan(self, 'Iscan', sendbuf, recvbuf, op, exclusive=False)
 
-    def Iexscan(self, sendbuf, recvbuf, op=SUM):  # noqa: N802
+    def Iexscan(self, sendbuf, recvbuf, op=SUM):
         """Non-blocking Exscan."""
         return _scan(self, 'Iexscan', sendbuf, recvbuf, op, exclusive=True)

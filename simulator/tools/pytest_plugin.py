@@ -180,7 +180,7 @@ def mpi_comm(request):
 
 
 @pytest.fixture
-def MPI(request):  # noqa: N802 -- named as the module tests use it as
+def MPI(request):  # named as the module tests use it as
     """The MPI module matching ``mpi_comm``: simulator.mpi or mpi4py.MPI."""
     if _real_mode(request.config):
         from mpi4py import MPI
