@@ -12,8 +12,9 @@ world runs (:func:`inherit_threads`); outside a rank, and outside a run,
 threads start as usual. Threads the simulator starts for itself set
 ``simulator_internal = True`` and belong to no rank.
 """
-import contextlib
 import threading
+
+from simulator.engine.patches import PatchSet
 
 __all__ = ['Actor', 'RankExit', 'current', 'current_actor', 'enter',
            'leave', 'inherit_threads']
@@ -88,8 +89,6 @@ def leave():
 
 
 _original_start = threading.Thread.start
-_inheriting = 0
-_inheriting_lock = threading.Lock()
 
 
 def _start_in_rank(thread):
@@ -124,18 +123,14 @@ def _start_in_rank(thread):
         raise
 
 
-@contextlib.contextmanager
+def _install_inheritance():
+    threading.Thread.start = _start_in_rank
+    return [lambda: setattr(threading.Thread, 'start', _original_start)]
+
+
+_inheritance = PatchSet(_install_inheritance)
+
+
 def inherit_threads():
     """While inside, threads started by a rank's thread join that rank."""
-    global _inheriting
-    with _inheriting_lock:
-        _inheriting += 1
-        if _inheriting == 1:
-            threading.Thread.start = _start_in_rank
-    try:
-        yield
-    finally:
-        with _inheriting_lock:
-            _inheriting -= 1
-            if _inheriting == 0:
-                threading.Thread.start = _original_start
+    return _inheritance.held()

@@ -27,25 +27,23 @@ modules are made private by :mod:`simulator.engine.modules`; calls that
 stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 """
 import collections.abc
-import contextlib
 import os
 import random
 import subprocess
 import sys
-import threading
 import types
 
 import numpy as np
 
 from simulator.engine.actors import RankExit, current
+from simulator.engine.patches import PatchSet
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
            'rank_seed', 'real_sys_dict', 'PrivateSys', 'set_sys_class']
 
-_lock = threading.Lock()
-_depth = 0
-_undo = []
+# Installed by privatized(); _install is defined below.
+_patches = PatchSet(lambda: _install())
 
 
 def rank_seed(world_seed, rank, stream):
@@ -364,7 +362,7 @@ class _RankMapping(collections.abc.MutableMapping):
 
 def _apply_registered(name):
     module = sys.modules.get(name)
-    if module is None or not _depth:
+    if module is None or not _patches.active:
         return
     for attribute, kind in _registry.get(name, ()):
         if (name, attribute) in _applied or not hasattr(module, attribute):
@@ -507,22 +505,8 @@ def _install():
     return undo
 
 
-@contextlib.contextmanager
 def privatized():
     """While inside (nestable, thread-safe), process-global state answers
     per calling rank (see the module docstring)."""
-    global _depth
-    with _lock:
-        _depth += 1
-        if _depth == 1:
-            _undo[:] = _install()
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0:
-                for fn in reversed(_undo):
-                    fn()
-                _undo.clear()
+    return _patches.held()
 

@@ -7,22 +7,20 @@ not. While a world runs (:func:`reported`), such a call from a rank still
 happens, and a :class:`SharedStateWarning` names the call, the rank and
 the user's file:line so the difference is never silent.
 """
-import contextlib
 import os
 import signal
-import threading
 import warnings
 
 from simulator.engine import process
 from simulator.engine.actors import current
 from simulator.engine.libraries import is_library_file
+from simulator.engine.patches import PatchSet
 from simulator.engine.trace import capture, user_frame
 
 __all__ = ['SharedStateWarning', 'reported', 'warn_shared']
 
-_lock = threading.Lock()
-_depth = 0
-_undo = []
+# Installed by reported(); _install is defined below.
+_patches = PatchSet(lambda: _install())
 
 
 class SharedStateWarning(UserWarning):
@@ -118,21 +116,7 @@ def _install():
     ]
 
 
-@contextlib.contextmanager
 def reported():
     """While inside (nestable), process-wide changes made by a rank are
     reported with a :class:`SharedStateWarning`."""
-    global _depth
-    with _lock:
-        _depth += 1
-        if _depth == 1:
-            _undo[:] = _install()
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0:
-                for undo in reversed(_undo):
-                    undo()
-                _undo.clear()
+    return _patches.held()

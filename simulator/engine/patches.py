@@ -1,0 +1,42 @@
+"""Process-wide patches, held while at least one world runs.
+
+Worlds may overlap (a test runner's threads, a run inside a run), so a set
+of patches counts its holders: it is installed when the first enters and
+undone when the last leaves.
+"""
+import contextlib
+import threading
+
+__all__ = ['PatchSet']
+
+
+class PatchSet:
+    """``install()`` patches the process and returns the callables that
+    undo it, in the order they were applied."""
+
+    def __init__(self, install):
+        self._install = install
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._undo = []
+
+    @property
+    def active(self):
+        """True while at least one holder is inside :meth:`held`."""
+        return self._depth > 0
+
+    @contextlib.contextmanager
+    def held(self):
+        with self._lock:
+            self._depth += 1
+            if self._depth == 1:
+                self._undo = list(self._install())
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0:
+                    for undo in reversed(self._undo):
+                        undo()
+                    self._undo = []
