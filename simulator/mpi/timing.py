@@ -8,11 +8,10 @@ communicator construction) so that each call tells the rank's clock when
 it starts and ends. The wrappers exist only while a run with virtual
 time is on: with it off, the methods are the plain ones.
 """
-import contextlib
 import functools
-import threading
 
 from simulator.engine.actors import current
+from simulator.engine.patches import PatchSet
 from simulator.mpi.coll import Collectives
 from simulator.mpi.comm import Comm
 from simulator.mpi.p2p import PointToPoint
@@ -25,11 +24,6 @@ _CONSTRUCTION = ('Split', 'Split_type', 'Dup', 'Create')
 _REQUEST = ('Wait', 'wait', 'Test', 'test', 'Get_status', 'Waitall',
             'waitall', 'Testall', 'testall', 'Waitany', 'waitany',
             'Testany')
-
-_lock = threading.Lock()
-_users = 0
-_saved = []             # (class, name, original attribute)
-
 
 def _bounded(fn, op):
     @functools.wraps(fn)
@@ -66,6 +60,7 @@ def _targets():
 
 
 def _install():
+    undo = []
     for cls, name in _targets():
         raw = vars(cls)[name]
         if isinstance(raw, staticmethod):
@@ -74,25 +69,15 @@ def _install():
             wrapped = _bounded(raw, name)
         else:
             continue
-        _saved.append((cls, name, raw))
         setattr(cls, name, wrapped)
+        undo.append(functools.partial(setattr, cls, name, raw))
+    return undo
 
 
-@contextlib.contextmanager
+_boundaries = PatchSet(_install)
+
+
 def call_boundaries():
     """While inside, the facade's MPI calls mark their start and end on
     the calling rank's virtual clock (when its world has one)."""
-    global _users
-    with _lock:
-        _users += 1
-        if _users == 1:
-            _install()
-    try:
-        yield
-    finally:
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                for cls, name, raw in reversed(_saved):
-                    setattr(cls, name, raw)
-                del _saved[:]
+    return _boundaries.held()
