@@ -8,10 +8,14 @@ ranks vs 4 single-threaded 100 MB copies; world start-up for 8 ranks (vs
 ``mpiexec -n 8 python -c pass``); the same with every rank importing a
 20-module user package (executed once per rank); a 4,096-rank world
 running Split + allreduce + Barrier; deadlock detection at 1,024 ranks
-(from the last rank blocking to the report). Every figure is the median
-of several repetitions.
+(from the last rank blocking to the report). Issue 15: 100 seeded
+schedules of a 3-rank, 10-message wildcard program (vs 100 default
+runs), and a ``--schedule`` run of the main job
+(examples/mnist/train_mnist.py, 4 ranks) vs its default run, both in
+this process. Every figure is the median of several repetitions.
 """
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -27,6 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 
 import simulator
 from simulator.errors import DeadlockError
+from simulator.tools import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 __all__ = ['main']
 
@@ -236,6 +243,51 @@ def sim_deadlock_detection(size):
     raise AssertionError('the {}-rank cycle was not reported'.format(size))
 
 
+def _ten_messages(comm):
+    """Ranks 1 and 2 send 5 messages each; rank 0 takes them from
+    ANY_SOURCE (a choice at every receive) and sums them."""
+    rank = comm.Get_rank()
+    if rank == 0:
+        return sum(comm.recv(source=simulator.mpi.ANY_SOURCE)
+                   for _ in range(10))
+    for i in range(5):
+        comm.send(rank * 10 + i, dest=0)
+    return None
+
+
+def sim_runs(count, schedules):
+    """Seconds for ``count`` runs of the 10-message program: seeded
+    schedules (one exploration) or default runs."""
+    start = time.perf_counter()
+    if schedules:
+        report = simulator.explore(_ten_messages, 3, count)
+        assert report.ok and report.runs == count, report
+    else:
+        for _ in range(count):
+            simulator.run(_ten_messages, 3)
+    return time.perf_counter() - start
+
+
+def sim_main_job(schedule, out_dir, sink):
+    """Seconds for the main job (train_mnist.py, 4 ranks, 2 epochs) run
+    in this process, by default or under ``--schedule``; its output goes
+    to ``sink``, the same file every run (Chainer keeps the first
+    sys.stdout it saw)."""
+    argv = ['-n', '4'] + (['--schedule', str(schedule)]
+                          if schedule is not None else []) + [
+        os.path.join(ROOT, 'examples', 'mnist', 'train_mnist.py'), '-e',
+        '2', '-u', '100', '--no-progress', '-o', out_dir]
+    saved = sys.argv[:], sys.path[:]
+    start = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(sink):
+            status = cli.main(argv)
+    finally:
+        sys.argv[:], sys.path[:] = saved
+    assert status == 0, 'train_mnist.py exited {}'.format(status)
+    return time.perf_counter() - start
+
+
 # --- table ----------------------------------------------------------------
 
 def _fmt(seconds):
@@ -331,6 +383,29 @@ def run_all(quick=False, skip_mpiexec=False, on_row=None):
         return _row(name, took, reference, '1,024 bare threads', '<= 2 s',
                     took <= 2.0)
     add('deadlock report after last block, 1,024', deadlock)
+
+    def schedules(name='100 schedules, 3 ranks x 10 messages'):
+        reference = sim_runs(100, False)
+        took = sim_runs(100, True)
+        return _row(name, took, reference, '100 default runs', '<= 10 s',
+                    took <= 10.0)
+    add('100 schedules, 3 ranks x 10 messages', schedules)
+
+    def main_job(name='main job under --schedule, 4 ranks'):
+        out_dir = os.path.join(ROOT, 'result_bench_schedule')
+        try:
+            with open(os.devnull, 'w') as sink:
+                sim_main_job(None, out_dir, sink)   # warm-up: imports
+                pairs = [(sim_main_job(None, out_dir, sink),
+                          sim_main_job(seed, out_dir, sink))
+                         for seed in range(2 if quick else 3)]
+        finally:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        reference = statistics.median(p[0] for p in pairs)
+        took = statistics.median(p[1] for p in pairs)
+        return _row(name, took, reference, 'default run', '<= 1.5x',
+                    took <= 1.5 * reference)
+    add('main job under --schedule, 4 ranks', main_job)
     return rows
 
 

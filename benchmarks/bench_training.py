@@ -23,6 +23,15 @@ loop by a sleep of the same length (device-like compute that leaves the
 CPU free): with 2 ranks on 2 cores a CPU-bound compute leaves no core for
 the reduction, the sleep rows show what the overlap itself achieves.
 
+(3) ``overlap=True`` on the same shapes, as a real Chainer graph: one
+layer per parameter whose backward sleeps its share (by size) of a
+device-like backward as long as the allreduce, then returns a fresh
+gradient. ``backward`` is forward + backward + SGD update on one rank
+without communication; ``allreduce`` a blocking ``multi_node_mean_grad``
+(``flat``); ``plain step`` the multi-node optimizer without overlap;
+``overlap step`` the same with ``overlap=True``. Target: overlap step
+<= 1.15 x max(backward, allreduce).
+
 Every worker runs with one BLAS thread, so one process and two ranks
 compare on the same per-process footing. Each figure is the median of
 ``--reps`` repetitions, the slowest rank's.
@@ -47,6 +56,7 @@ RESULT = 'BENCH_RESULT '
 BATCH = 100
 UNITS = 1000
 STEP_TARGET = 1.2
+OVERLAP_TARGET = 1.15
 
 
 # -- workers (run inside mpiexec, the simulator, or one process) ----------
@@ -197,6 +207,69 @@ def double_buffering_body(mpi_comm, reps, steps, workload):
             'update': update}
 
 
+def _sleepy_model(total_s):
+    """(model, lossfun): ResNet-50's shapes as a chain of layers, each
+    sleeping its share of ``total_s`` in backward (a device's kernels,
+    the CPU left free) and returning a fresh gradient for its param."""
+    import chainer
+    import numpy as np
+
+    import _models
+    model = _models.resnet50_link()
+    params = list(model.params())
+    total = sum(p.size for p in params)
+
+    class Layer(chainer.FunctionNode):
+        def __init__(self, seconds):
+            self.seconds = seconds
+
+        def forward(self, inputs):
+            return inputs[0].copy(),
+
+        def backward(self, indexes, grad_outputs):
+            time.sleep(self.seconds)
+            gh, = grad_outputs
+            w = self.inputs[1]
+            return gh, chainer.Variable(np.full(w.shape, 1e-3, w.dtype))
+
+    def lossfun():
+        h = chainer.Variable(np.zeros(1, np.float32))
+        for p in params:
+            h, = Layer(total_s * p.size / total).apply((h, p))
+        return chainer.functions.sum(h)
+    return model, lossfun
+
+
+def overlap_body(mpi_comm, reps, steps):
+    """(backward, allreduce, plain step, overlap step) seconds."""
+    import chainer
+
+    import chainermn_lite
+    comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
+    model, lossfun = _sleepy_model(0)
+    for p in model.params():
+        p.grad = p.array * 0 + 1e-3
+    allreduce = _timed(mpi_comm, lambda: comm.multi_node_mean_grad(model),
+                       reps)
+    model, lossfun = _sleepy_model(allreduce)
+    local = chainer.optimizers.SGD(lr=0).setup(model)
+    backward = _timed(mpi_comm, lambda: local.update(lossfun), reps)
+    times = {}
+    for overlap in (False, True):
+        opt = chainermn_lite.create_multi_node_optimizer(
+            chainer.optimizers.SGD(lr=0), comm, overlap=overlap)
+        opt.setup(model)
+        opt.update()  # the broadcast step
+
+        def run(opt=opt):
+            for _ in range(steps):
+                opt.update(lossfun)
+        run()  # warm-up
+        times[overlap] = _timed(mpi_comm, run, reps) / steps
+    return {'backward': backward, 'allreduce': allreduce,
+            'plain': times[False], 'overlap': times[True]}
+
+
 def _emit(payload):
     print(RESULT + json.dumps(payload), flush=True)
 
@@ -205,6 +278,14 @@ def worker_main(args):
     if args.worker == 'train':
         result = train_worker(args.impl, args.steps, args.reps)
         rank = 0 if args.impl == 'single' else _world().Get_rank()
+    elif args.worker == 'ov-mpi':
+        result = overlap_body(_world(), args.reps, args.db_steps)
+        rank = _world().Get_rank()
+    elif args.worker == 'ov-sim':
+        import simulator
+        result = simulator.run(
+            lambda c: overlap_body(c, args.reps, args.db_steps), 2)[0]
+        rank = 0
     elif args.worker == 'db-mpi':
         result = double_buffering_body(_world(), args.reps, args.db_steps,
                                        args.compute)
@@ -268,7 +349,10 @@ def main(argv=None):
                         help='double-buffered steps per repetition')
     parser.add_argument('--rounds', type=int, default=None,
                         help='interleaved rounds of the three runs of (1)')
-    parser.add_argument('--worker', choices=('train', 'db-mpi', 'db-sim'))
+    parser.add_argument('--worker', choices=('train', 'db-mpi', 'db-sim',
+                                             'ov-mpi', 'ov-sim'))
+    parser.add_argument('--only', choices=('1', '2', '3'),
+                        help='run one part of the table')
     parser.add_argument('--impl', choices=('single', 'ours', 'chainermn'))
     parser.add_argument('--compute', choices=sorted(WORKLOADS),
                         default='matmul')
@@ -280,6 +364,40 @@ def main(argv=None):
     if args.worker:
         return worker_main(args)
 
+    failed = False
+    if args.only in (None, '1'):
+        failed = _part_training(args) or failed
+    if args.only in (None, '2'):
+        failed = _part_double_buffering(args) or failed
+    if args.only in (None, '3'):
+        failed = _part_overlap(args) or failed
+    return 1 if failed else 0
+
+
+def _part_overlap(args):
+    print()
+    print('(3) overlap=True, ResNet-50 shapes (25.6 M float32) as 161 '
+          'layers with a sleeping backward, 2 ranks, {} steps x {} '
+          'reps'.format(args.db_steps, args.reps))
+    print('    {:<14} {:>10} {:>10} {:>11} {:>12} {:>9}  {:<8} {}'.format(
+        'world', 'backward', 'allreduce', 'plain step', 'overlap step',
+        'step/max', 'target', 'verdict'))
+    failed = False
+    for world, worker, mpi in (('simulator', 'ov-sim', False),
+                               ('mpiexec -n 2', 'ov-mpi', True)):
+        r = _launch(args, ['--worker', worker], mpi)
+        ratio = r['overlap'] / max(r['backward'], r['allreduce'])
+        ok = ratio <= OVERLAP_TARGET
+        failed = failed or not ok
+        print('    {:<14} {:>8.1f}ms {:>8.1f}ms {:>9.1f}ms {:>10.1f}ms '
+              '{:>8.2f}x  {:<8} {}'.format(
+                  world, r['backward'] * 1e3, r['allreduce'] * 1e3,
+                  r['plain'] * 1e3, r['overlap'] * 1e3, ratio,
+                  '<={}x'.format(OVERLAP_TARGET), _verdict(ok)))
+    return failed
+
+
+def _part_training(args):
     # Interleaved rounds, median per run: load from other jobs drifts
     # over minutes and would otherwise favour whichever ran last.
     launches = {'single': False, 'ours': True, 'chainermn': True}
@@ -311,13 +429,17 @@ def main(argv=None):
             ' '.join('{:.0f}'.format(r['samples_per_s'])
                      for r in runs[impl])))
 
+    return not rows[1][4]
+
+
+def _part_double_buffering(args):
     print()
     print('(2) double_buffering=True, ResNet-50 shapes (25.6 M float32), 2 '
           'ranks, {} steps x {} reps'.format(args.db_steps, args.reps))
     print('    {:<24} {:>10} {:>10} {:>10} {:>10} {:>9}  {:<8} {}'.format(
         'world, compute', 'compute', 'allreduce', 'db update', 'db step',
         'step/max', 'target', 'verdict'))
-    failed = not rows[1][3]
+    failed = False
     for world, worker, mpi, compute in (
             ('simulator', 'db-sim', False, 'matmul'),
             ('mpiexec -n 2', 'db-mpi', True, 'matmul'),
@@ -332,7 +454,7 @@ def main(argv=None):
                   world + ', ' + compute, r['compute'] * 1e3,
                   r['allreduce'] * 1e3, r['update'] * 1e3, r['step'] * 1e3,
                   ratio, '<={}x'.format(STEP_TARGET), _verdict(ok)))
-    return 1 if failed else 0
+    return failed
 
 
 if __name__ == '__main__':

@@ -8,9 +8,12 @@ starts from identical weights, as ChainerMN does.
 """
 import threading
 
+import chainer
 import numpy
 
+from chainermn_lite import _backward_buckets as buckets
 from chainermn_lite import _mpi
+from chainermn_lite.communicators import _grads
 
 __all__ = ['create_multi_node_optimizer']
 
@@ -23,13 +26,19 @@ def _param_signature(target):
 
 def _compute_grads(optimizer, target, lossfun, args, kwds):
     """Run lossfun and backprop into target's grads, as Optimizer.update."""
+    loss = _forward(optimizer, target, lossfun, args, kwds)
+    loss.backward(loss_scale=getattr(optimizer, '_loss_scale', None))
+    del loss
+
+
+def _forward(optimizer, target, lossfun, args, kwds):
+    """The loss, and target's grads cleared as Optimizer.update does."""
     loss = lossfun(*args, **kwds)
     if getattr(optimizer, '_use_cleargrads', True):
         target.cleargrads()
     else:
         target.zerograds()
-    loss.backward(loss_scale=getattr(optimizer, '_loss_scale', None))
-    del loss
+    return loss
 
 
 class _Wrapper(object):
@@ -165,6 +174,119 @@ class _DoubleBufferingOptimizer(_Wrapper):
                 grad.astype(p.data.dtype)
 
 
+class _OverlappingOptimizer(_Wrapper):
+    """Gradient means that run while backward still runs (no staleness).
+
+    ``update(lossfun, ...)`` runs backward with a hook that hands each
+    bucket of gradients (``bucket_bytes``, reverse creation order) to a
+    helper thread as soon as the bucket is final; the thread averages it
+    with the communicator's own strategy on a ``Dup`` of it, and the update
+    waits only for what is still in flight. ``update()`` after a backward
+    of the caller's own averages the same buckets in the same order, so
+    the two give the same bits. See ``_backward_buckets``.
+    """
+
+    def __init__(self, actual_optimizer, communicator, zero_fill,
+                 bucket_bytes):
+        self._own('actual_optimizer', actual_optimizer)
+        self._own('communicator', communicator)
+        self._own('zero_fill', zero_fill)
+        self._own('bucket_bytes', bucket_bytes)
+        self._own('_signature', None)
+        self._own('_plan', None)
+        self._own('_thread_comm', None)
+        self._own('_reducer', None)    # this step's, while it runs
+
+    def update(self, lossfun=None, *args, **kwds):
+        """update(lossfun=None, *args, **kwds): backward with the mean
+        overlapped, then step."""
+        target = self.target
+        reducer = None
+        if lossfun is not None:
+            optimizer = self.actual_optimizer
+            loss = _forward(optimizer, target, lossfun, args, kwds)
+            loss_scale = getattr(optimizer, '_loss_scale', None)
+            if _param_signature(target) == self._signature:
+                reducer = self._new_reducer()
+                readiness = buckets.GradReadiness(self._plan.params,
+                                                  reducer.put)
+                readiness.count_uses(loss)
+                self._own('_reducer', reducer)
+                reducer.start()
+                try:
+                    with readiness:
+                        loss.backward(loss_scale=loss_scale)
+                    readiness.finish()
+                finally:
+                    self._own('_reducer', None)
+            else:
+                loss.backward(loss_scale=loss_scale)
+            del loss
+        signature = _param_signature(target)
+        if signature != self._signature:
+            self._own('_signature', signature)
+            self._own('_plan', None)
+            self.communicator.bcast_data(target)
+            return
+        if reducer is None:
+            reducer = self._new_reducer()
+            means = reducer.reduce_all([p.grad for p in self._plan.params])
+        else:
+            means = reducer.wait()
+        self._bind(means)
+        self.actual_optimizer.update(None, *args, **kwds)
+
+    def _new_reducer(self):
+        comm = self.communicator
+        if self._plan is None:
+            if self._thread_comm is None:
+                _require_thread_multiple(comm.mpi_comm)
+                self._own('_thread_comm', comm._dup())
+            plan = buckets.BucketPlan(
+                [p for p in self.target.params() if p.data is not None],
+                self.bucket_bytes)
+            plan.check_agreement(comm.mpi_comm, _mpi.mpi_module_of(
+                comm.mpi_comm))
+            self._own('_plan', plan)
+        return buckets.BucketReducer(self._plan, self._thread_comm)
+
+    def _bind(self, means):
+        """The params' grads become the means; a grad backward never gave
+        stays None without zero_fill (which the ranks must agree on)."""
+        params = self._plan.params
+        missing = [buckets.is_missing(m) for m in means]
+        comm = self.communicator
+        if not self.zero_fill and comm.size > 1:
+            _check_missing_agree(comm, params, missing)
+        for p, mean, gone in zip(params, means, missing):
+            if gone and not self.zero_fill:
+                p.grad = None
+            else:
+                p.grad = buckets.array_of(mean)
+        if chainer.is_debug():
+            comm._check_finite_grads(self.target)
+
+
+def _check_missing_agree(comm, params, missing):
+    """Without zero_fill a param whose grad is None on some ranks only
+    would be updated on the others: every rank raises the same error."""
+    module = _mpi.mpi_module_of(comm.mpi_comm)
+    words = numpy.array([sum(1 << (k % 62) for k, m in enumerate(missing)
+                             if m and k // 62 == w)
+                         for w in range((len(missing) + 61) // 62)] or [0],
+                        dtype=numpy.int64)
+    if _grads._agree(comm.mpi_comm, module, words):
+        return
+    mine = [p.name for p, m in zip(params, missing) if m]
+    table = comm.allgather_obj(mine)
+    raise _grads.GradientMismatchError(
+        'overlap (rank {}): ranks disagree on the gradients to average: '
+        'grad None on {} (pass zero_fill=True to treat a missing grad as '
+        'zeros)'.format(comm.rank, ', '.join(
+            'rank {}: {}'.format(r, names) for r, names in
+            enumerate(table))))
+
+
 def _host_params(target, rank):
     """The initialised params in name order; double buffering averages
     host (NumPy) arrays only, anything else is refused by name."""
@@ -222,16 +344,40 @@ def _require_thread_multiple(comm):
 
 
 def create_multi_node_optimizer(actual_optimizer, communicator,
-                                double_buffering=False, zero_fill=True):
+                                double_buffering=False, zero_fill=True,
+                                overlap=False, bucket_bytes=None):
     """create_multi_node_optimizer(actual_optimizer, communicator,
-    double_buffering=False, zero_fill=True): an optimizer that averages
-    gradients over the communicator's ranks before every update.
+    double_buffering=False, zero_fill=True, overlap=False,
+    bucket_bytes=None): an optimizer that averages gradients over the
+    communicator's ranks before every update.
 
     ``double_buffering=True`` overlaps the reduction of step t with the
     computation of step t + 1, so each update applies the previous step's
     mean gradient (one-step staleness). Unlike ChainerMN it is not limited
     to ``pure_nccl``: it works with every communicator.
+
+    ``overlap=True`` (not in ChainerMN) averages the gradients of step t
+    while step t's own backward still runs, without staleness: buckets of
+    about ``bucket_bytes`` (default 4 MiB) start as soon as their
+    gradients are final, when ``update(lossfun, ...)`` runs the backward.
     """
+    if overlap:
+        if double_buffering:
+            raise ValueError('create_multi_node_optimizer: overlap=True and '
+                             'double_buffering=True exclude each other '
+                             '(overlap has no staleness)')
+        if bucket_bytes is None:
+            bucket_bytes = buckets.DEFAULT_BUCKET_BYTES
+        if isinstance(bucket_bytes, bool) or \
+                not isinstance(bucket_bytes, int) or bucket_bytes <= 0:
+            raise ValueError('create_multi_node_optimizer: bucket_bytes must '
+                             'be a positive int, got {!r}'.format(
+                                 bucket_bytes))
+        return _OverlappingOptimizer(actual_optimizer, communicator,
+                                     zero_fill, bucket_bytes)
+    if bucket_bytes is not None:
+        raise ValueError('create_multi_node_optimizer: bucket_bytes={!r} is '
+                         'only used with overlap=True'.format(bucket_bytes))
     if double_buffering:
         return _DoubleBufferingOptimizer(actual_optimizer, communicator,
                                          zero_fill)

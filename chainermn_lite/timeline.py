@@ -131,6 +131,8 @@ def _recorded(comm, name, rank, recorder):
                         info[key] = bound[key]
                 if name == 'send':
                     info['bytes'] = _nbytes(bound.get('data'))
+                elif name == 'send_exact':
+                    info['bytes'] = _nbytes(bound.get('arrays'))
             recorder.ranks.setdefault(rank, []).append(
                 (name, start, end, info))
     return call
@@ -168,10 +170,12 @@ def _flows(parts):
     for part in parts:
         rank = part['rank']
         for i, (name, _, _, info) in enumerate(part['events']):
-            if name in ('send', 'send_obj') and 'dest' in info:
+            if name in ('send', 'send_obj', 'send_exact') and \
+                    'dest' in info:
                 key = (rank, info['dest'], info.get('tag'))
                 sends.setdefault(key, []).append((rank, i))
-            elif name in ('recv', 'recv_obj') and 'source' in info:
+            elif name in ('recv', 'recv_obj', 'recv_exact') and \
+                    'source' in info:
                 key = (info['source'], rank, info.get('tag'))
                 recvs.setdefault(key, []).append((rank, i))
     pairs = []

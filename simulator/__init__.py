@@ -1,10 +1,13 @@
 """simulator: an in-process MPI world, every rank a thread.
 
 ``simulator.run(fn, size, nodes=1, send_mode='eager', timeout=None,
-seed=None)`` runs ``fn(comm)`` on ``size`` rank threads, ``comm`` being
-each rank's ``simulator.mpi.COMM_WORLD`` (an mpi4py-compatible
-communicator), and returns the per-rank results. ``python -m simulator -n
-N script.py`` runs an unmodified mpi4py script the same way.
+seed=None, schedule=None)`` runs ``fn(comm)`` on ``size`` rank threads,
+``comm`` being each rank's ``simulator.mpi.COMM_WORLD`` (an
+mpi4py-compatible communicator), and returns the per-rank results;
+``schedule=SEED`` replays one schedule of the choices a real MPI may make
+differently, and ``simulator.explore(fn, size, runs)`` tries many.
+``python -m simulator -n N script.py`` runs an unmodified mpi4py script
+the same way.
 
 Instead of hanging, a broken program raises: ``DeadlockError`` (no rank
 can progress, or a rank waits for ranks that finished),
@@ -44,9 +47,11 @@ from simulator.errors import (AbortError, CollectiveMismatchError,
                               DeadlockError, MessageMismatchError,
                               RankFailedError, SimulatorError,
                               UnmatchedMessageError)
+from simulator.tools.explore import explore
 from simulator.tools.launch import run
 
-__all__ = ['run', 'current', 'register_explainer', 'register_library',
+__all__ = ['run', 'explore', 'current', 'register_explainer',
+           'register_library',
            'SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
            'RankFailedError', 'AbortError']

@@ -7,6 +7,13 @@ in chunks of at most ``chunk_bytes`` (MPI counts are C ints), received
 straight into the fresh result arrays. Receives honour ``ANY_SOURCE`` /
 ``ANY_TAG``: the rest of a message is taken from the source and tag its
 first frame came from.
+
+When both sides already know the layout (the gradients of a
+differentiable send have the shapes and dtypes of what it sent), there is
+no frame at all: ``send_exact`` / ``recv_exact`` move each array's bytes
+as a bare message (in chunks of ``chunk_bytes``), straight from the
+sender's array into the receiver's fresh one, as a hand-written mpi4py
+program would.
 """
 import pickle
 
@@ -41,7 +48,7 @@ class FrameChannel:
         self._recv_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
         self._recv_words = self._recv_frame.view(numpy.int64)
         self._recv_view = memoryview(self._recv_frame)
-        self._heads = {}        # (dtype char, shape) -> frame head bytes
+        self._heads = {}        # (dtype, shape, strides) -> frame head
         self._layouts = {}      # descriptor bytes -> (dtype, shape)
         self._any_source = module.ANY_SOURCE
         self._any_tag = module.ANY_TAG
@@ -59,20 +66,49 @@ class FrameChannel:
         kind = KIND_TUPLE if is_tuple else KIND_ARRAY
         self._send(kind, descriptor, payload, dest, tag)
 
-    def _send_small(self, x, dest, tag):
-        """One inline frame from a cached head; False if x does not fit."""
-        key = (x.dtype.char, x.shape)
-        head = self._heads.get(key)
+    def send_cached(self, x, dest, tag):
+        """Send the NumPy array ``x`` as one inline frame if a frame head
+        for its layout is cached; False (nothing sent) otherwise.
+
+        The key holds the strides and the dtype object, so a hit is also
+        proof that ``x`` is C-contiguous and native (only such layouts
+        are cached): the hot path needs no other check.
+        """
+        head = self._heads.get((x.dtype, x.shape, x.strides))
         if head is None:
-            head = _wire.frame_head(KIND_ARRAY, x.nbytes, _wire.describe(x),
-                                    INLINE)
-            if len(self._heads) < _CACHE_LIMIT:
-                self._heads[key] = head
-        if len(head) + x.nbytes > FRAME_BYTES:
             return False
         # bytes concatenation beats filling the frame by slices at this size
         self._comm.Send(head + x.tobytes(), dest, tag)
         return True
+
+    def _send_small(self, x, dest, tag):
+        """One inline frame from a cached head; False if x does not fit."""
+        key = (x.dtype, x.shape, x.strides)
+        head = self._heads.get(key)
+        if head is None:
+            head = _wire.frame_head(KIND_ARRAY, x.nbytes, _wire.describe(x),
+                                    INLINE)
+            if len(head) + x.nbytes > FRAME_BYTES:
+                return False
+            if len(self._heads) < _CACHE_LIMIT and \
+                    _wire.is_plain_sendable(x):
+                self._heads[key] = head
+        self._comm.Send(head + x.tobytes(), dest, tag)
+        return True
+
+    def send_exact(self, arrays, dest, tag):
+        """Send the bytes of each (contiguous) array, no frame: the
+        receiver names the layout (``recv_exact``)."""
+        comm, chunk = self._comm, self.chunk_bytes
+        for x in arrays:
+            if isinstance(x, numpy.generic):    # a NumPy scalar
+                x = numpy.asarray(x)
+            if x.nbytes <= chunk:
+                comm.Send(x, dest=dest, tag=tag)
+                continue
+            view = _wire.byte_view(x)
+            for start in range(0, view.size, chunk):
+                comm.Send(view[start:start + chunk], dest=dest, tag=tag)
 
     def send_object(self, obj, dest, tag):
         """Pickle ``obj`` and send it as one message."""
@@ -148,6 +184,25 @@ class FrameChannel:
     def recv_arrays(self, source, tag, status=None):
         """Receive what send_arrays sent: an array or a tuple of arrays."""
         source, tag = self._recv_first_frame(source, tag, status)
+        return self._arrays_from_frame(source, tag, status)
+
+    def recv_plain(self, source, tag):
+        """``recv_arrays`` for a source and a tag that are valid ints (no
+        wildcard, no status): the hot path of a model-parallel step, with
+        a cached layout costing one Recv and one copy of the payload."""
+        view = self._recv_view
+        self._comm.Recv(view, source, tag)
+        kind, nbytes, nwords, mode = HEADER.unpack_from(view)
+        if kind == KIND_ARRAY and mode == INLINE:
+            end = 8 * (HEADER_WORDS + nwords)
+            layout = self._layouts.get(bytes(view[8 * HEADER_WORDS:end]))
+            if layout is not None:
+                return numpy.ndarray(layout[1], layout[0],
+                                     bytearray(view[end:end + nbytes]))
+        return self._arrays_from_frame(source, tag, None)
+
+    def _arrays_from_frame(self, source, tag, status):
+        """The array(s) of the message whose first frame was received."""
         kind, nbytes, nwords, mode = HEADER.unpack_from(self._recv_view)
         if kind == KIND_ARRAY and mode == INLINE:
             small = self._recv_small(nbytes, nwords)
@@ -186,6 +241,23 @@ class FrameChannel:
         # copy, cheaper than numpy.empty plus a slice assignment.
         return numpy.ndarray(layout[1], layout[0],
                              bytearray(self._recv_view[end:end + nbytes]))
+
+    def recv_exact(self, specs, source, tag):
+        """Receive what ``send_exact`` sent, one fresh array per
+        ``(shape, dtype)`` of ``specs``; a list."""
+        comm, chunk = self._comm, self.chunk_bytes
+        out = []
+        for shape, dtype in specs:
+            x = numpy.empty(shape, dtype=dtype)
+            if x.nbytes <= chunk:
+                comm.Recv(x, source=source, tag=tag)
+            else:
+                view = _wire.byte_view(x)
+                for start in range(0, view.size, chunk):
+                    comm.Recv(view[start:start + chunk], source=source,
+                              tag=tag)
+            out.append(x)
+        return out
 
     def recv_object(self, source, tag, status=None):
         """Receive and unpickle what send_object sent."""

@@ -27,10 +27,10 @@ WATCHDOG_ENV = 'CHAINERMN_LITE_WATCHDOG'
 
 # Every communicator method that waits for other ranks.
 WATCHED_METHODS = (
-    'send', 'recv', 'send_obj', 'recv_obj', 'bcast', 'gather', 'allgather',
-    'scatter', 'alltoall', 'allreduce', 'bcast_obj', 'gather_obj',
-    'allgather_obj', 'scatter_obj', 'allreduce_obj', 'bcast_data',
-    'multi_node_mean_grad', 'split')
+    'send', 'recv', 'send_exact', 'recv_exact', 'send_obj', 'recv_obj',
+    'bcast', 'gather', 'allgather', 'scatter', 'alltoall', 'allreduce',
+    'bcast_obj', 'gather_obj', 'allgather_obj', 'scatter_obj',
+    'allreduce_obj', 'bcast_data', 'multi_node_mean_grad', 'split')
 
 _POLL_MIN, _POLL_MAX = 0.02, 1.0
 

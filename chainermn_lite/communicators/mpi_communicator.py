@@ -133,12 +133,16 @@ class MpiCommunicator(CommunicatorBase):
         happens to buffer it, so it works for small arrays and deadlocks
         for big ones.
         """
-        if type(dest) is int and type(tag) is int and \
-                0 <= dest < self._size and dest != self._rank and \
-                tag >= 0 and _wire.is_plain_sendable(data):
-            # The common case in a model-parallel step, checked in one go.
-            self._p2p.send_arrays((data,), False, dest, tag)
-            return
+        if type(data) is numpy.ndarray and type(dest) is int and \
+                type(tag) is int and 0 <= dest < self._size and \
+                dest != self._rank and tag >= 0:
+            # The common case in a model-parallel step, checked in one go:
+            # a layout sent before costs one lookup and one Send.
+            if self._p2p.send_cached(data, dest, tag):
+                return
+            if _wire.is_plain_sendable(data):
+                self._p2p.send_arrays((data,), False, dest, tag)
+                return
         dest = _wire.check_peer(dest, self._size, self._rank, 'send',
                                 allow_self=True)
         tag = _wire.check_tag(tag, 'send', self._rank)
@@ -157,12 +161,32 @@ class MpiCommunicator(CommunicatorBase):
         if type(source) is int and type(tag) is int and \
                 0 <= source < self._size and source != self._rank and \
                 tag >= 0:
-            return self._p2p.recv_arrays(source, tag)
+            return self._p2p.recv_plain(source, tag)
         source = _wire.check_peer(source, self._size, self._rank, 'recv',
                                   wildcard=self._module.ANY_SOURCE)
         tag = _wire.check_tag(tag, 'recv', self._rank,
                               wildcard=self._module.ANY_TAG)
         return self._p2p.recv_arrays(source, tag)
+
+    def send_exact(self, arrays, dest, tag):
+        """send_exact(arrays, dest, tag): send the bytes of each array, with
+        no shape or dtype: the receiver's ``recv_exact`` names them (the
+        differentiable functions' gradients, whose layout both sides
+        know). One message per array (per ``max_buf_len`` bytes)."""
+        dest = _wire.check_peer(dest, self._size, self._rank, 'send_exact')
+        tag = _wire.check_tag(tag, 'send_exact', self._rank)
+        what = 'send_exact (rank {} to {})'.format(self._rank, dest)
+        self._p2p.send_exact([_wire.as_sendable(x, what) for x in arrays],
+                             dest, tag)
+
+    def recv_exact(self, specs, source, tag):
+        """recv_exact(specs, source, tag): receive what ``send_exact``
+        sent into fresh arrays of the ``(shape, dtype)`` pairs ``specs``;
+        a list of arrays."""
+        source = _wire.check_peer(source, self._size, self._rank,
+                                  'recv_exact')
+        tag = _wire.check_tag(tag, 'recv_exact', self._rank)
+        return self._p2p.recv_exact(specs, source, tag)
 
     def send_obj(self, obj, dest, tag=0):
         """send_obj(obj, dest, tag=0): send a picklable object."""

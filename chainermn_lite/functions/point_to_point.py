@@ -4,6 +4,12 @@
 receives the gradients of what was sent. ``recv`` returns the received
 data; its backward sends the gradients back. Forward data and gradients
 travel on different MPI tags (see ``_wire``).
+
+A gradient has the shape and dtype of the array it belongs to, which both
+ranks learnt in forward, so on a communicator with ``send_exact`` /
+``recv_exact`` (every chainermn_lite one) backward moves the bare bytes:
+one message per array, received into a fresh array, as a hand-written
+mpi4py program would. Other communicators get their ``send`` / ``recv``.
 """
 import chainer
 from chainer import backend
@@ -35,9 +41,14 @@ class Send(chainer.FunctionNode):
         return _wire.empty_delegate(self._xp),
 
     def backward(self, indexes, grad_outputs):
-        got = self.comm.recv(self.peer, _wire.backward_tag(self.tag))
-        grads = got if isinstance(got, tuple) else (got,)
         specs = self._specs
+        recv_exact = getattr(self.comm, 'recv_exact', None)
+        if recv_exact is not None:
+            grads = recv_exact(specs, self.peer,
+                               _wire.backward_tag(self.tag))
+        else:
+            got = self.comm.recv(self.peer, _wire.backward_tag(self.tag))
+            grads = got if isinstance(got, tuple) else (got,)
         if len(grads) != len(specs) or any(
                 g.shape != s or g.dtype != d
                 for g, (s, d) in zip(grads, specs)):
@@ -90,8 +101,12 @@ class Recv(chainer.FunctionNode):
                 gys.append(self._xp.zeros(shape, dtype=dtype))
             else:
                 gys.append(gy.array)
-        self.comm.send(tuple(gys) if self.as_tuple else gys[0], self.peer,
-                       _wire.backward_tag(self.tag))
+        send_exact = getattr(self.comm, 'send_exact', None)
+        if send_exact is not None:
+            send_exact(gys, self.peer, _wire.backward_tag(self.tag))
+        else:
+            self.comm.send(tuple(gys) if self.as_tuple else gys[0],
+                           self.peer, _wire.backward_tag(self.tag))
         # A non-None gradient keeps Chainer walking into the delegate's
         # creator (the previous send), so its backward runs next.
         shape, dtype = self._delegate_spec

@@ -9,6 +9,8 @@ not mpi4py's API.
   :mod:`~simulator.engine.shared_state`: a rank is a process: its private
   process state and modules, and the process-wide changes reported;
 - :mod:`~simulator.engine.activity`: what a rank waits for, and waiting;
+- :mod:`~simulator.engine.schedule`: the choices a real MPI may make
+  differently (wildcard matches, Waitany, polls), made by a seed;
 - :mod:`~simulator.engine.communicator`, :mod:`~simulator.engine.p2p`,
   :mod:`~simulator.engine.collectives`,
   :mod:`~simulator.engine.reduction_order`: matching and reduction order;

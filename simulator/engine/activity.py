@@ -8,7 +8,7 @@ functions here, so every wait of the program passes one place.
 """
 
 __all__ = ['Activity', 'Condition', 'wait', 'test', 'wait_any',
-           'ready_indices']
+           'wait_some', 'test_some', 'test_any', 'ready_indices']
 
 
 class Activity:
@@ -64,6 +64,9 @@ def test(activity):
     world = activity.world
     with world.lock:
         world.raise_if_broken(activity.rank)
+        if world.schedule is not None:     # answered at the next fence
+            return world.schedule.poll(world, activity.rank,
+                                       activity.record, activity.ready)
         if activity.ready():
             return True
         world.note_poll(activity.record)
@@ -80,7 +83,70 @@ def wait_any(activities):
     first = activities[0]
     world = first.world
     with world.lock:
+        if world.schedule is not None and len(activities) > 1:
+            # Which complete request it reports is the schedule's choice.
+            return world.schedule.await_choice(
+                world, first.rank, first.record,
+                lambda: ready_indices(activities),
+                hopeless=lambda: all(a.hopeless() for a in activities))
         world.block(lambda: any(a.ready() for a in activities),
                     first.record,
                     lambda: all(a.hopeless() for a in activities))
         return ready_indices(activities)[0]
+
+
+def _some(activities):
+    """What Waitsome/Testsome may report: every ready one, or (when
+    several are) any single one, the others completing a moment later."""
+    ready = ready_indices(activities)
+    if len(ready) < 2:
+        return [ready] if ready else []
+    return [ready] + [[i] for i in ready]
+
+
+def wait_some(activities):
+    """Block until some of ``activities`` are ready; return their indices."""
+    first = activities[0]
+    world = first.world
+    with world.lock:
+        if world.schedule is not None:
+            return world.schedule.await_choice(
+                world, first.rank, first.record, lambda: _some(activities),
+                hopeless=lambda: all(a.hopeless() for a in activities))
+        world.block(lambda: any(a.ready() for a in activities),
+                    first.record,
+                    lambda: all(a.hopeless() for a in activities))
+        return ready_indices(activities)
+
+
+def test_some(activities):
+    """Indices of ready ``activities`` (maybe none); never blocks."""
+    first = activities[0]
+    world = first.world
+    with world.lock:
+        world.raise_if_broken(first.rank)
+        if world.schedule is not None:
+            return world.schedule.await_choice(
+                world, first.rank, first.record, lambda: _some(activities),
+                poll=True) or []
+        ready = ready_indices(activities)
+        if not ready:
+            world.note_poll(first.record)
+        return ready
+
+
+def test_any(activities):
+    """Index of one ready activity, or None; never blocks."""
+    first = activities[0]
+    world = first.world
+    with world.lock:
+        world.raise_if_broken(first.rank)
+        if world.schedule is not None:
+            return world.schedule.await_choice(
+                world, first.rank, first.record,
+                lambda: ready_indices(activities), poll=True)
+        ready = ready_indices(activities)
+        if not ready:
+            world.note_poll(first.record)
+            return None
+        return ready[0]

@@ -5,6 +5,9 @@ unreceived messages and a queue of posted but unmatched receives. A send
 first looks for a posted receive (in posting order), otherwise queues;
 a receive first looks for a queued message (in arrival order), otherwise
 posts. Scanning in order gives MPI's non-overtaking rule per (source, tag).
+Under a schedule (:mod:`simulator.engine.schedule`) a receive from
+``ANY_SOURCE`` is matched only at a fence, by the scheduler, and holds
+back the messages it could take (:func:`candidates`, :func:`match`).
 
 The engine never looks inside a payload: the facade copies it at send
 time and interprets it (unpickles, copies into a buffer) on delivery.
@@ -15,7 +18,8 @@ import collections
 from simulator.engine.activity import Activity
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'Message', 'Send', 'Recv',
-           'post_send', 'post_recv', 'find_message', 'cancel']
+           'post_send', 'post_recv', 'find_message', 'cancel', 'candidates',
+           'recv_candidates', 'match']
 
 # The wildcard and null peers, with MPI's (and Open MPI's) values.
 ANY_SOURCE = -1
@@ -98,8 +102,13 @@ class Recv(Activity):
         if self.ready() or self.source == PROC_NULL:
             return False
         if self.source != ANY_SOURCE:
-            return finished[self.group[self.source]]
-        return all(finished[p] for p in self.group if p != self.rank)
+            needed = finished[self.group[self.source]]
+        else:
+            needed = all(finished[p] for p in self.group if p != self.rank)
+        # Under a schedule a queued message may wait for a fence.
+        return needed and not any(
+            m.matches(self.source, self.tag)
+            for m in self.world.unexpected[self.rank].get(self.ctx, ()))
 
 
 def _remember(world, recv, msg):
@@ -115,22 +124,24 @@ def _remember(world, recv, msg):
 def post_send(world, ctx, dest, msg, rendezvous):
     """Deliver or queue ``msg`` for world rank ``dest``; return its Send."""
     world.version += 1
+    if world.schedule is not None:
+        world.schedule.sent(dest, ctx, msg)
     send = Send(world, msg.record.rank, msg.record, dest)
-    posted = world.posted[dest].get(ctx)
-    if posted:
-        for i, recv in enumerate(posted):
-            if msg.matches(recv.source, recv.tag):
-                del posted[i]
-                recv.message = msg
-                _remember(world, recv, msg)
-                send.matched = True
-                world.wake(dest)
-                return send
-    world.unexpected[dest].setdefault(ctx, []).append(msg)
     if rendezvous:
         msg.send = send
     else:
         send.matched = True
+    posted = world.posted[dest].get(ctx)
+    if posted:
+        for i, recv in enumerate(posted):
+            if msg.matches(recv.source, recv.tag):
+                if world.schedule is not None and \
+                        recv.source == ANY_SOURCE:
+                    break           # the next fence decides
+                del posted[i]
+                _deliver(world, recv, msg)
+                return send
+    world.unexpected[dest].setdefault(ctx, []).append(msg)
     # A rank blocked in Probe waits for queued messages too.
     for actor in world.actors[dest]:
         if actor.waiting is not None and actor.waiting.op in PROBES:
@@ -155,18 +166,91 @@ def post_recv(world, ctx, recv):
     """Match ``recv`` with a queued message or post it."""
     rank = recv.rank
     world.version += 1
-    msg = find_message(world, rank, ctx, recv.source, recv.tag, True)
+    schedule = world.schedule
+    if schedule is None:
+        msg = find_message(world, rank, ctx, recv.source, recv.tag, True)
+    elif schedule.defer(recv):
+        msg = None
+    else:
+        msg = _eligible(world, rank, ctx, recv.source, recv.tag,
+                        world.posted[rank].get(ctx, ()))
+        if msg is not None:
+            world.unexpected[rank][ctx].remove(msg)
     if msg is None:
         recv.ctx = ctx
         world.posted[rank].setdefault(ctx, []).append(recv)
         return recv
+    _deliver(world, recv, msg)
+    return recv
+
+
+def _deliver(world, recv, msg):
+    """``recv`` takes ``msg`` (both already out of their queues)."""
     recv.message = msg
     _remember(world, recv, msg)
     send = msg.send
     if send is not None:
         send.matched = True
         world.wake(send.rank)
-    return recv
+    world.wake(recv.rank)
+
+
+def _eligible(world, rank, ctx, source, tag, earlier):
+    """The first queued message matching (source, tag) that none of the
+    ``earlier`` posted receives could take (they come first in MPI's
+    posting order, or a pending wildcard among them may still take it)."""
+    for msg in world.unexpected[rank].get(ctx, ()):
+        if msg.matches(source, tag) and not any(
+                msg.matches(r.source, r.tag) for r in earlier):
+            return msg
+    return None
+
+
+def candidates(world, rank, ctx, source, tag, earlier):
+    """The messages a receive (or probe) for (source, tag) may take at a
+    fence, in sender order: each sender's earliest matching message
+    (non-overtaking), unless one of the ``earlier`` posted receives could
+    take it."""
+    out = {}
+    for msg in world.unexpected[rank].get(ctx, ()):
+        if msg.source not in out and msg.matches(source, tag):
+            out[msg.source] = None if any(
+                msg.matches(r.source, r.tag) for r in earlier) else msg
+    return [out[s] for s in sorted(out) if out[s] is not None]
+
+
+def recv_candidates(world, recv):
+    """:func:`candidates` of a posted receive."""
+    posted = world.posted[recv.rank].get(recv.ctx, [])
+    return candidates(world, recv.rank, recv.ctx, recv.source, recv.tag,
+                      posted[:posted.index(recv)])
+
+
+def match(world, recv, msg):
+    """The scheduler's choice: posted ``recv`` takes queued ``msg``;
+    receives it held back may then match."""
+    world.version += 1
+    world.posted[recv.rank][recv.ctx].remove(recv)
+    world.unexpected[recv.rank][recv.ctx].remove(msg)
+    _deliver(world, recv, msg)
+    _rematch(world, recv.rank, recv.ctx)
+
+
+def _rematch(world, rank, ctx):
+    posted = world.posted[rank].get(ctx, [])
+    i = 0
+    while i < len(posted):
+        recv = posted[i]
+        msg = None
+        if recv.source != ANY_SOURCE:
+            msg = _eligible(world, rank, ctx, recv.source, recv.tag,
+                            posted[:i])
+        if msg is None:
+            i += 1
+            continue
+        del posted[i]
+        world.unexpected[rank][ctx].remove(msg)
+        _deliver(world, recv, msg)
 
 
 def cancel(recv):
@@ -180,4 +264,6 @@ def cancel(recv):
     posted.remove(recv)
     recv.cancelled = True
     world.version += 1
+    if world.schedule is not None:
+        _rematch(world, recv.rank, recv.ctx)
     return True

@@ -36,7 +36,8 @@ from simulator.errors import DeadlockError, RankFailedError
 
 __all__ = ['World', 'SEND_MODES', 'POLL_GRACE']
 
-SEND_MODES = ('eager', 'rendezvous')
+# 'mixed': each standard send is eager or rendezvous, as the schedule draws.
+SEND_MODES = ('eager', 'rendezvous', 'mixed')
 # Seconds a rank may poll an unchanging world before it counts as stuck.
 POLL_GRACE = 1.0
 
@@ -66,7 +67,8 @@ class _Failure:
 class World:
     """One simulated MPI job: ``size`` ranks on ``nodes`` hosts."""
 
-    def __init__(self, size, nodes=1, send_mode='eager', seed=None):
+    def __init__(self, size, nodes=1, send_mode='eager', seed=None,
+                 schedule=None):
         if not isinstance(size, int) or size < 1:
             raise ValueError('world size must be a positive int, got '
                              '{!r}'.format(size))
@@ -80,6 +82,18 @@ class World:
         self.nodes = nodes
         self.send_mode = send_mode
         self.seed = seed
+        # The scheduler's choices (simulator.engine.schedule), or None:
+        # the default, timing-driven matching.
+        if schedule is None and send_mode == 'mixed':
+            raise ValueError("send_mode 'mixed' draws each send's mode from "
+                             'a schedule; give one (schedule=SEED)')
+        if schedule is not None:
+            if schedule.started:
+                raise ValueError('{!r} already drove a run; a schedule '
+                                 'replays by its seed or choices, in a '
+                                 'fresh Schedule'.format(schedule))
+            schedule.started = True
+        self.schedule = schedule
         # Block distribution, like mpiexec's default by-slot mapping.
         per_node, extra = divmod(size, nodes)
         self.node_of = []
@@ -188,19 +202,22 @@ class World:
             while True:
                 actor.signalled = False
                 self._blocked += 1
+                # Under a schedule only fences judge, so that the same
+                # seed gives the same report whatever the timing.
                 if self._blocked == self.live or (
                         hopeless is not None and self.finished_count
-                        and hopeless()):
-                    error = self._deadlock_check(certain=self._blocked !=
-                                                 self.live)
+                        and self.schedule is None and hopeless()):
+                    error = self._stalled(certain=self._blocked !=
+                                          self.live)
                     if error is not None:
                         if not actor.signalled:  # wake_all may have
                             actor.signalled = True
                             self._blocked -= 1
                         raise error
-                actor.cond.wait()
-                if not actor.signalled:
-                    self._blocked -= 1
+                if not actor.signalled:     # a fence may have woken it
+                    actor.cond.wait()
+                    if not actor.signalled:
+                        self._blocked -= 1
                 if self.failure is not None:
                     raise self.failure.exception_for(actor.rank)
                 if actor.ended:
@@ -269,6 +286,22 @@ class World:
         if self.failure is not None:
             raise self.failure.exception_for(rank)
 
+    def _stalled(self, certain=False):
+        """Every live actor is blocked (or one waits on a finished rank):
+        a fence, where the schedule chooses; a deadlock if nothing is left
+        to choose."""
+        if self.schedule is not None and not certain \
+                and not self.background:
+            # A wait that is over though nobody said so is no fence.
+            late = [a for actors in self.actors for a in actors
+                    if a.ready is not None and not a.signalled
+                    and a.ready()]
+            for actor in late:
+                self.wake(actor.rank)
+            if late or self.schedule.fence(self):
+                return None
+        return self._deadlock_check(certain)
+
     def _deadlock_check(self, certain=False):
         """All live actors blocked (or one waits on a finished rank):
         confirm nothing can run, then break the world."""
@@ -307,7 +340,7 @@ class World:
                 self.version += 1
                 if self.live and self._blocked == self.live \
                         and self.failure is None:
-                    self._deadlock_check()
+                    self._stalled()
         thread = threading.Thread(target=main, daemon=True,
                                   name='simulator-progress')
         thread.simulator_internal = True    # not a thread of the rank
@@ -337,7 +370,7 @@ class World:
             self.end_actor(actor)
             if self.live and self._blocked == self.live \
                     and self.failure is None:
-                self._deadlock_check()
+                self._stalled()
 
     def _finish_rank(self, rank):
         self.finished[rank] = True
@@ -345,7 +378,7 @@ class World:
         self.finished_count += 1
         if self.finished_count == self.size:
             self.all_finished.set()
-        if self.failure is None:
+        if self.failure is None and self.schedule is None:
             for actor in list(self._hopeless):
                 if not actor.signalled and not actor.ready() and \
                         actor.hopeless():

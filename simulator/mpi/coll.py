@@ -125,17 +125,26 @@ class _CollectiveRequest(Request):
         """Do this rank's part if possible; True when complete. Never
         blocks (a Test loop must not wait for other ranks' parts)."""
         world = self._state_.world
+        slot, schedule = self._slot, world.schedule
         with world.lock:
             world.raise_if_broken(self.record.rank)
-            ready = self._slot.ready
-            if not ready:
+            if schedule is not None:    # answered at the next fence
+                if not schedule.poll(world, self.record.rank, self.record,
+                                     lambda: slot.ready):
+                    return False
+            elif not slot.ready:
                 world.note_poll(self.record)
                 return False
         if not self._left:
             self._part()
         if self._stay:
             with world.lock:
-                if self._slot.departed != self._slot.size:
+                if schedule is not None:
+                    if not schedule.poll(
+                            world, self.record.rank, self.record,
+                            lambda: slot.departed == slot.size):
+                        return False
+                elif slot.departed != slot.size:
                     world.note_poll(self.record)
                     return False
         return True

@@ -40,8 +40,16 @@ class RecvRequest(Request):
     def Cancel(self):  # noqa: N802
         """Withdraw the receive if no message has matched it yet."""
         recv = self._activity
-        with recv.world.lock:
-            p2p.cancel(recv)
+        world = recv.world
+        with world.lock:
+            if world.schedule is None:
+                p2p.cancel(recv)
+            else:
+                # Whether a message matched first is timing: cancel at
+                # the next fence, where the schedule's state is settled.
+                world.schedule.await_choice(
+                    world, recv.rank, recv.record,
+                    lambda: [p2p.cancel(recv)], poll=True)
 
     def _finish(self, status):
         recv = self._activity
@@ -107,14 +115,16 @@ class PointToPoint:
         msg = p2p.Message(s.rank, tag, kind, payload, datatype, record,
                           len(payload) if kind == OBJECT else
                           payload.nbytes)
-        rendezvous = sync or world.send_mode == 'rendezvous'
+        rendezvous = sync or (
+            world.send_mode == 'rendezvous' if world.schedule is None
+            else world.schedule.rendezvous(world, s.world_rank))
         if world.clock is not None:
             world.clock.send(record, s.group[dest], msg.nbytes, rendezvous)
         with world.lock:
             world.raise_if_broken(s.world_rank)
             send = p2p.post_send(world, s.ctx, s.group[dest], msg,
                                  rendezvous)
-            if world.finished[s.group[dest]]:
+            if world.finished[s.group[dest]] and world.schedule is None:
                 # Certain already: nobody will ever receive it.
                 report = Report.from_world(world, kind='unmatched')
                 world.break_with(UnmatchedMessageError(report.format(
@@ -253,6 +263,20 @@ class PointToPoint:
         world = s.world
         record = CallRecord(op, s.world_rank, source, tag, s.name,
                             raw=capture(3))
+        if world.schedule is not None:
+            # Which message a probe sees is the schedule's choice.
+            with world.lock:
+                world.raise_if_broken(s.world_rank)
+                msg = world.schedule.await_choice(
+                    world, s.world_rank, record, lambda: p2p.candidates(
+                        world, s.world_rank, s.ctx, source, tag,
+                        world.posted[s.world_rank].get(s.ctx, ())),
+                    poll=not block)
+            if msg is None:
+                return False
+            if status is not None:
+                status._fill(msg.source, msg.tag, msg.nbytes)
+            return True
         found = []
 
         def arrived():

@@ -186,7 +186,10 @@ class Request:
         active = [r for r in requests if not r._done]
         if not active:
             return UNDEFINED, None
-        activity.wait_any([r._activity for r in active])
+        chosen = active[activity.wait_any([r._activity for r in active])]
+        if chosen._activity.world.schedule is not None:
+            # The schedule chose which one completes (not the first).
+            return requests.index(chosen), chosen._complete(status)
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
                 return i, req._complete(status)
@@ -195,11 +198,61 @@ class Request:
     @staticmethod
     def Testany(requests, status=None):  # noqa: N802
         """(index, flag) of a completed request, never blocking."""
+        active = [(i, r) for i, r in enumerate(requests) if not r._done]
+        if active and active[0][1]._activity.world.schedule is not None:
+            # Which complete request it reports is the schedule's choice.
+            k = activity.test_any([r._activity for _, r in active])
+            if k is None:
+                return UNDEFINED, False
+            active[k][1]._complete(status)
+            return active[k][0], True
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
                 req._complete(status)
                 return i, True
         return UNDEFINED, all(r._done for r in requests)
+
+    @staticmethod
+    def Waitsome(requests, statuses=None):  # noqa: N802
+        """Wait until some requests complete; their indices (None when
+        none is active)."""
+        return Request.waitsome(requests, statuses)[0]
+
+    @staticmethod
+    def waitsome(requests, statuses=None):
+        """(indices, objects) of at least one completed request."""
+        active = [(i, r) for i, r in enumerate(requests) if not r._done]
+        if not active:
+            return None, None
+        return Request._completed(active, activity.wait_some(
+            [r._activity for _, r in active]), statuses)
+
+    @staticmethod
+    def Testsome(requests, statuses=None):  # noqa: N802
+        """Indices of the requests complete now (None when none is
+        active); never blocks."""
+        return Request.testsome(requests, statuses)[0]
+
+    @staticmethod
+    def testsome(requests, statuses=None):
+        """(indices, objects) of the requests complete now."""
+        active = [(i, r) for i, r in enumerate(requests) if not r._done]
+        if not active:
+            return None, None
+        return Request._completed(active, activity.test_some(
+            [r._activity for _, r in active]), statuses)
+
+    @staticmethod
+    def _completed(active, picked, statuses):
+        indices, objects = [], []
+        for k in picked:
+            i, req = active[k]
+            n = len(indices)
+            st = statuses[n] if statuses is not None and \
+                n < len(statuses) else None
+            objects.append(req._complete(st))
+            indices.append(i)
+        return indices, objects
 
 
 REQUEST_NULL = Request()

@@ -10,6 +10,13 @@ non-zero when a rank failed or a check fired.
 ``--timeline`` and ``--sizes``) runs it in virtual time on a described
 machine (:mod:`simulator.engine.clock`) and prints where the time went;
 ``--sizes 2,4,8`` runs it at each size and prints a scaling table.
+
+``--schedule SEED`` makes every choice a real MPI may make differently
+(wildcard matches, Waitany, Test...) from SEED, the same in every run;
+``--explore K`` runs K schedules (``--explore all``: every distinct one,
+up to ``--bound``) and reports the first that fails or whose output
+differs, with the command that replays it (see
+:mod:`simulator.tools.explore`).
 """
 import argparse
 import builtins
@@ -21,6 +28,9 @@ from simulator.engine.actors import current
 from simulator.engine.clock import VirtualTime
 from simulator.engine.modules import register_private_module
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
+from simulator.engine.world import SEND_MODES
+from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
+                                     parse_schedule)
 from simulator.tools.launch import (RankMainModule, RankStream,
                                     captured_streams,
                                     install_mpi4py, load_code, run)
@@ -38,8 +48,7 @@ def _parser():
     parser.add_argument('--nodes', type=int, default=None,
                         help='simulated hosts (processor names node0..; '
                         'default 1, or as the --machine places ranks)')
-    parser.add_argument('--send-mode', choices=('eager', 'rendezvous'),
-                        default='eager')
+    parser.add_argument('--send-mode', choices=SEND_MODES, default='eager')
     parser.add_argument('--timeout', type=float, default=None,
                         help='backstop seconds for the whole run')
     parser.add_argument('--seed', type=int, default=None,
@@ -60,6 +69,15 @@ def _parser():
                       help='write a Chrome trace (Perfetto) of the run')
     time.add_argument('--sizes', default=None, metavar='N,N,...',
                       help='run at each size; print a scaling table')
+    order = parser.add_argument_group('schedules')
+    order.add_argument('--schedule', type=parse_schedule, default=None,
+                       help='SEED or choices:I,J,..: replay one schedule')
+    order.add_argument('--explore', default=None, metavar='K|all',
+                       help='run K schedules, or all (up to --bound)')
+    order.add_argument('--bound', type=int, default=DEFAULT_BOUND,
+                       help='most schedules --explore all runs')
+    order.add_argument('--ignore', action='append', default=[],
+                       metavar='REGEX', help='output --explore ignores')
     parser.add_argument('-m', dest='module', action='store_true',
                         help='run a module (like python -m)')
     parser.add_argument('target', help='script path or module name')
@@ -96,6 +114,7 @@ def _sizes(options, parser):
 def main(argv=None):
     """Entry point; returns the process exit status."""
     parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     options = parser.parse_args(argv)
     sizes = _sizes(options, parser)
     for name in options.private_module:
@@ -109,6 +128,8 @@ def main(argv=None):
     sys.argv = [base['__file__'] or options.target] + options.args
     if not options.module:
         sys.path.insert(0, os.path.dirname(base['__file__']))
+    if options.explore is not None:
+        return _explore(options, argv, code, base, sizes[0])
     if options.sizes is None:
         status, clock = _run_script(options, code, base, sizes[0])
         if clock is not None:
@@ -137,8 +158,66 @@ def main(argv=None):
     return 0
 
 
-def _run_script(options, code, base, size, sink=None):
-    """Run the script on ``size`` ranks: (exit status, VirtualTime)."""
+def _explore(options, argv, code, base, size):
+    """``--explore``: run the script under many schedules."""
+    runs = options.explore
+    if runs != 'all':
+        try:
+            runs = int(runs)
+        except ValueError:
+            raise SystemExit('simulator: --explore wants a number of '
+                             "schedules or 'all', got {!r}".format(runs)) \
+                from None
+
+    def replay(spec):
+        # The user's command, the exploration options replaced.
+        head = argv[:len(argv) - len(options.args) - 1]
+        keep, skip = [], False
+        for word in head:
+            if skip:
+                skip = False
+            elif word in ('--explore', '--bound', '--ignore', '--schedule'):
+                skip = True
+            elif not word.startswith(('--explore=', '--bound=', '--ignore=',
+                                      '--schedule=')):
+                keep.append(word)
+        return (['python', '-m', 'simulator'] + keep + ['--schedule', spec,
+                options.target] + options.args)
+
+    # One pair of streams for every run: libraries keep the sys.stdout
+    # they first saw (Chainer's PrintReport does).
+    streams = RankStream(_Redirect(), True), RankStream(_Redirect(), True)
+
+    def run_once(schedule, out, err):
+        streams[0]._stream.target, streams[1]._stream.target = out, err
+        return _run_script(options, code, base, size, schedule=schedule,
+                           streams=streams)[0]
+
+    return explore_script(run_once, replay, runs, bound=options.bound,
+                          ignore=options.ignore, out=sys.stdout)
+
+
+class _Redirect:
+    """A stream writing to ``target``, which may change between runs."""
+
+    target = None
+
+    def write(self, text):
+        return self.target.write(text)
+
+    def flush(self):
+        self.target.flush()
+
+
+def _run_script(options, code, base, size, sink=None, schedule=None,
+                streams=None):
+    """Run the script on ``size`` ranks: (exit status, VirtualTime).
+
+    ``schedule`` (default: ``--schedule``'s) orders the run's choices;
+    then the ranks' lines come out at the end in rank order, so that a
+    seed gives the same output byte for byte, whatever the timing.
+    ``streams``: the RankStreams to print through (and report to).
+    """
     clock = _clock(options)
     nodes = options.nodes
     if nodes is None:
@@ -146,9 +225,16 @@ def _run_script(options, code, base, size, sink=None):
                                             clock.machine.nodes_for(size))
     elif options.sizes is not None:
         nodes = min(nodes, size)    # --sizes 1,2,4 --nodes 2
-    out = RankStream(sink or sys.stdout)
-    err = RankStream(sink or sys.stderr)
-    real_out, real_err = sys.stdout, sys.stderr
+    if schedule is None:
+        schedule = options.schedule
+    real_out, real_err = report = sys.stdout, sys.stderr
+    if streams is None:
+        hold = schedule is not None
+        out = RankStream(sink or sys.stdout, hold)
+        err = RankStream(sink or sys.stderr, hold)
+    else:
+        out, err = streams
+        report = out._stream, err._stream
     real_main = sys.modules.get('__main__')
     sys.modules['__main__'] = RankMainModule(real_main)
     sys.stdout, sys.stderr = out, err
@@ -165,24 +251,28 @@ def _run_script(options, code, base, size, sink=None):
 
     try:
         with captured_streams({real_out: out, real_err: err}):
-            run(rank_main, size, nodes=nodes,
-                send_mode=options.send_mode, timeout=options.timeout,
-                seed=options.seed, clock=clock)
+            try:
+                run(rank_main, size, nodes=nodes,
+                    send_mode=options.send_mode, timeout=options.timeout,
+                    seed=options.seed, clock=clock, schedule=schedule)
+            finally:
+                out.release()
+                err.release()
     except SystemExit as stop:
         sys.stdout, sys.stderr = real_out, real_err
         code = stop.code
         notes = ' ({})'.format('; '.join(stop.__notes__)) \
             if getattr(stop, '__notes__', None) else ''
         # sys.exit('message'): Python prints the message and exits 1.
-        real_err.write('{}{}\n'.format(
+        report[1].write('{}{}\n'.format(
             'simulator: exit status {}'.format(code)
             if isinstance(code, int) else code, notes))
-        real_err.flush()
+        report[1].flush()
         return (code if isinstance(code, int) else 1), clock
     except BaseException as error:  # noqa: B902 -- reported, then exit 1
         sys.stdout, sys.stderr = real_out, real_err
-        real_out.flush()
-        traceback.print_exception(error, file=real_err)
+        report[0].flush()
+        traceback.print_exception(error, file=report[1])
         return getattr(error, 'errorcode', None) or 1, clock
     finally:
         sys.stdout, sys.stderr = real_out, real_err

@@ -21,6 +21,7 @@ from simulator import mpi
 from simulator.engine.actors import current
 from simulator.engine.clock import patch_time
 from simulator.engine.ranks import run_ranks
+from simulator.engine.schedule import Schedule
 from simulator.engine.world import World
 from simulator.mpi.timing import call_boundaries
 
@@ -30,21 +31,31 @@ __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
 
 
 def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None,
-        clock=None):
+        clock=None, schedule=None):
     """Run ``fn(comm)`` on ``size`` rank threads; return their results.
 
     ``comm`` is each rank's ``simulator.mpi.COMM_WORLD``. ``nodes`` sets the
     simulated hosts (processor names ``node0``...), ``send_mode`` is
-    ``'eager'`` (buffered sends) or ``'rendezvous'`` (a send completes when
-    received), ``timeout`` a backstop in seconds, ``seed`` the base of the
-    per-rank RandomState (``simulator.current().random``). Re-raises the
-    first failure: a rank's own exception (with a note naming the rank) or
-    the check that fired (DeadlockError, CollectiveMismatchError...).
+    ``'eager'`` (buffered sends), ``'rendezvous'`` (a send completes when
+    received) or ``'mixed'`` (either, per message, as the schedule draws;
+    schedule 0 unless one is given), ``timeout`` a backstop in seconds,
+    ``seed`` the base of the per-rank RandomState
+    (``simulator.current().random``). Re-raises the first failure: a
+    rank's own exception (with a note naming the rank) or the check that
+    fired (DeadlockError, CollectiveMismatchError...).
     Messages still unreceived at the end raise UnmatchedMessageError.
     ``clock``: a :class:`~simulator.engine.clock.VirtualTime` runs the
     world in virtual time (read its ``summary()`` afterwards).
+    ``schedule`` (an int seed or a
+    :class:`~simulator.engine.schedule.Schedule`) makes every choice a
+    real MPI may make differently (wildcard matches, Waitany, Test...)
+    from that schedule, the same in every run; None keeps the default.
     """
-    world = World(size, nodes, send_mode, seed)
+    if schedule is None and send_mode == 'mixed':
+        schedule = Schedule(0)      # the draws need a seed
+    elif schedule is not None and not isinstance(schedule, Schedule):
+        schedule = Schedule(schedule)
+    world = World(size, nodes, send_mode, seed, schedule)
     main = lambda ctx: fn(mpi.world_comm(ctx))  # noqa: E731
     if clock is None:
         return run_ranks(world, main, timeout)
@@ -57,13 +68,16 @@ class RankStream:
     """A text stream that prefixes each rank's lines with ``[rank] ``.
 
     Rank threads share ``sys.stdout``; this proxy keeps one partial line
-    per rank so lines from different ranks never interleave.
+    per rank so lines from different ranks never interleave. With
+    ``hold`` the lines are kept until :meth:`release` writes them in rank
+    order (each rank's in its own order).
     """
 
-    def __init__(self, stream):
+    def __init__(self, stream, hold=False):
         self._stream = stream
         self._lock = threading.Lock()
         self._partial = {}
+        self._held = [] if hold else None
 
     def write(self, text):
         ctx = current()
@@ -74,17 +88,31 @@ class RankStream:
             *lines, rest = pending.split('\n')
             self._partial[ctx.rank] = rest
             if lines:
-                self._stream.write(''.join(
+                self._emit(ctx.rank, ''.join(
                     '[{}] {}\n'.format(ctx.rank, line) for line in lines))
         return len(text)
+
+    def _emit(self, rank, text):
+        if self._held is None:
+            self._stream.write(text)
+        else:
+            self._held.append((rank, len(self._held), text))
 
     def flush_rank(self, rank):
         """Write out a rank's unfinished last line."""
         with self._lock:
             rest = self._partial.pop(rank, '')
             if rest:
-                self._stream.write('[{}] {}\n'.format(rank, rest))
+                self._emit(rank, '[{}] {}\n'.format(rank, rest))
         self._stream.flush()
+
+    def release(self):
+        """Write the held lines, rank by rank (and keep holding)."""
+        with self._lock:
+            held, self._held = self._held, []
+        if held:
+            self._stream.write(''.join(t for _, _, t in sorted(held)))
+            self._stream.flush()
 
     def flush(self):
         self._stream.flush()

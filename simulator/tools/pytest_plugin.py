@@ -2,7 +2,8 @@
 
 A test that takes the ``mpi_comm`` fixture and carries the ``mpi`` marker::
 
-    @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode='eager')
+    @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode='eager',
+                     explore=None)
     def test_ring(mpi_comm):
         ...
 
@@ -22,9 +23,12 @@ rank thread, as each process builds its own under mpiexec: a ``model``
 fixture gives every rank its own model.
 
 ``nodes`` and ``send_mode`` only shape the simulated world; under mpiexec the
-real topology and Open MPI's own protocol apply. Tests that cannot run under
-real MPI (a deliberate deadlock, say) use ``@pytest.mark.simulator_only(why)``
-and are deselected there.
+real topology and Open MPI's own protocol apply. ``explore=K`` (or
+``'all'``) runs the simulated test under K schedules (see
+:mod:`simulator.tools.explore`) and fails with the one that replays it
+(``--sim-schedule SEED`` runs every simulated test under that one).
+Tests that cannot run under real MPI (a deliberate deadlock, say) use
+``@pytest.mark.simulator_only(why)`` and are deselected there.
 
 Under mpiexec a failing rank must not leave its peers blocked: after each
 test every rank meets the others in a non-blocking barrier; a rank that
@@ -57,10 +61,11 @@ def under_mpiexec():
 class WorldSpec:
     """The simulated world a test asks for (size, nodes, send mode)."""
 
-    def __init__(self, size, nodes=1, send_mode='eager'):
+    def __init__(self, size, nodes=1, send_mode='eager', explore=None):
         self.size = size
         self.nodes = nodes
         self.send_mode = send_mode
+        self.explore = explore
 
     def __repr__(self):
         return 'WorldSpec(size={}, nodes={}, send_mode={!r})'.format(
@@ -80,11 +85,16 @@ def pytest_addoption(parser):
                          'its peers before aborting the job')
     group.addoption('--sim-timeout', type=float, default=120.0,
                     help='simulator backstop timeout per multi-rank test')
+    group.addoption('--sim-schedule', default=None, metavar='SEED',
+                    help='run simulated tests under this one schedule '
+                         '(SEED or choices:I,J,..), e.g. to replay what '
+                         'explore= found')
 
 
 def pytest_configure(config):
     config.addinivalue_line(
-        'markers', 'mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode="eager"): '
+        'markers', 'mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode="eager", '
+        'explore=None): '
         'a multi-rank test that takes the mpi_comm fixture and runs on the '
         'simulator and under mpiexec')
     config.addinivalue_line(
@@ -126,6 +136,7 @@ def pytest_generate_tests(metafunc):
     sizes = tuple(kwargs.pop('sizes', DEFAULT_SIZES))
     nodes = kwargs.pop('nodes', 1)
     send_mode = kwargs.pop('send_mode', 'eager')
+    explore = kwargs.pop('explore', None)
     if kwargs:
         raise TypeError('unknown mpi marker arguments: {}'.format(
             sorted(kwargs)))
@@ -134,7 +145,7 @@ def pytest_generate_tests(metafunc):
     params = []
     for size in sizes:
         n = nodes if size >= nodes and size % nodes == 0 else 1
-        spec = WorldSpec(size, n, send_mode)
+        spec = WorldSpec(size, n, send_mode, explore)
         marks = ()
         if world_size is not None and size > world_size:
             # Shown as a skip (not silently dropped or shrunk) so that a
@@ -211,9 +222,23 @@ def _run_simulated(pyfuncitem, spec):
             test(**dict(args, **{name: values[name] for name in args
                                  if name in values}, mpi_comm=comm))
 
-    launch.run(body, spec.size, nodes=spec.nodes,
-                  send_mode=spec.send_mode,
-                  timeout=pyfuncitem.config.getoption('--sim-timeout'))
+    options = dict(nodes=spec.nodes, send_mode=spec.send_mode,
+                   timeout=pyfuncitem.config.getoption('--sim-timeout'))
+    from simulator.tools import explore
+    replay = pyfuncitem.config.getoption('--sim-schedule')
+    if replay is not None:
+        launch.run(body, spec.size, schedule=explore.parse_schedule(replay),
+                   **options)
+        return True
+    if spec.explore is None:
+        launch.run(body, spec.size, **options)
+        return True
+    report = explore.explore(body, spec.size, spec.explore, **options)
+    if report.failure is not None:
+        error = report.failure[1]
+        error.add_note('replay: pytest {!r} --sim-schedule {}'.format(
+            pyfuncitem.nodeid, report.failure[0]))
+        raise error
     return True
 
 

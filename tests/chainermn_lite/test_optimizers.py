@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import chainermn_lite
+from chainermn_lite.communicators._grads import GradientMismatchError
 
 GLOBAL_BATCH = 12
 STEPS = 4
@@ -236,3 +237,158 @@ def test_double_buffering_refuses_device_arrays_by_name():
     text = str(info.value)
     assert 'rank 3' in text and '/l/W' in text
     assert 'double_buffering=False' in text
+
+
+# -- overlap=True: gradient means started during backward ------------------
+OVERLAP_NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware', 'dummy')
+
+
+def _overlapped(comm, manual_backward, bucket_bytes=64):
+    """Params after STEPS overlapped updates; ``manual_backward``: the
+    caller runs backward and ``update()`` reduces the buckets after it."""
+    model = _Net(comm.rank)
+    opt = chainermn_lite.create_multi_node_optimizer(
+        _optimizer(), comm, overlap=True, bucket_bytes=bucket_bytes)
+    opt.setup(model)
+    opt.add_hook(chainer.optimizer_hooks.WeightDecay(1e-3))
+    opt.update()  # broadcasts rank 0's parameters
+    x, t = _data()
+    local = GLOBAL_BATCH // comm.size
+    mine = slice(comm.rank * local, (comm.rank + 1) * local)
+    for step in range(STEPS):
+        if manual_backward:
+            model.cleargrads()
+            model(x[step][mine], t[step][mine]).backward()
+            opt.update()
+        else:
+            opt.update(model, x[step][mine], t[step][mine])
+    assert opt.t == STEPS
+    return _params(model)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+@pytest.mark.parametrize('communicator_name', OVERLAP_NAMES)
+def test_overlap_is_bit_identical_to_the_same_buckets_after_backward(
+        mpi_comm, make_communicator, communicator_name):
+    comm = make_communicator(mpi_comm)
+    overlapped = _overlapped(comm, manual_backward=False)
+    after = _overlapped(comm, manual_backward=True)
+    for key in after:
+        np.testing.assert_array_equal(overlapped[key], after[key],
+                                      err_msg=key)
+    if communicator_name == 'dummy':
+        return              # no mean at all: nothing more to compare
+    expected = _reference(stale=False)
+    for key in expected:
+        np.testing.assert_allclose(overlapped[key], expected[key],
+                                   rtol=1e-5, atol=1e-6, err_msg=key)
+    if comm.size <= 2:
+        # a + b has one order: the plain optimizer's bits too.
+        plain, _ = _data_parallel(comm, False)
+        for key in plain:
+            np.testing.assert_array_equal(overlapped[key], plain[key],
+                                          err_msg=key)
+
+
+@pytest.mark.mpi(sizes=(2, 3))
+@pytest.mark.parametrize('communicator_name', ('pure_nccl',))
+@pytest.mark.simulator_only('pure_nccl on host arrays runs on '
+                            'simulator.nccl; real NCCL needs GPU arrays')
+def test_overlap_on_pure_nccl(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
+    overlapped = _overlapped(comm, manual_backward=False)
+    after = _overlapped(comm, manual_backward=True)
+    expected = _reference(stale=False)
+    for key in after:
+        np.testing.assert_array_equal(overlapped[key], after[key],
+                                      err_msg=key)
+        np.testing.assert_allclose(overlapped[key], expected[key],
+                                   rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+class _Spy(chainer.FunctionNode):
+    """Identity whose backward (which runs after every later layer's)
+    waits until the optimizer's helper thread has averaged ``n`` buckets,
+    with no MPI call of the main thread in the meantime."""
+
+    def __init__(self, opt, n):
+        self.opt, self.n, self.seen = opt, n, None
+
+    def forward(self, inputs):
+        return inputs[0].copy(),
+
+    def backward(self, indexes, grad_outputs):
+        import time
+        reducer = self.opt._reducer
+        deadline = time.monotonic() + 30
+        while reducer.buckets_done < self.n and \
+                time.monotonic() < deadline:
+            time.sleep(0.005)
+        self.seen = reducer.buckets_done
+        return grad_outputs
+
+
+@pytest.mark.mpi(sizes=(2, 4))
+@pytest.mark.parametrize('communicator_name', ('flat', 'hierarchical'))
+def test_overlap_averages_buckets_while_backward_runs(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
+    model = _Net(comm.rank)
+    opt = chainermn_lite.create_multi_node_optimizer(
+        chainer.optimizers.SGD(lr=0.1), comm, overlap=True, bucket_bytes=1)
+    opt.setup(model)
+    opt.update()
+    # One bucket per param: l2's W and b are the first two, final before
+    # the spy (between l1 and l2) runs its backward.
+    spy = _Spy(opt, 2)
+    x, t = _data()
+
+    def loss():
+        h, = spy.apply((F.tanh(model.l1(x[0])),))
+        return F.softmax_cross_entropy(model.l2(h), t[0])
+    opt.update(loss)
+    assert spy.seen >= 2
+    assert opt._plan.buckets == [[3], [2], [1], [0]]
+
+
+class _TwoParams(chainer.Link):
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.used = chainer.Parameter(np.ones(3, np.float32))
+            self.maybe = chainer.Parameter(np.ones(2, np.float32))
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_overlap_zero_fill_false_keeps_missing_grads_none(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
+    link = _TwoParams()
+    opt = chainermn_lite.create_multi_node_optimizer(
+        chainer.optimizers.SGD(lr=1.0), comm, overlap=True, zero_fill=False)
+    opt.setup(link)
+    opt.update()
+    opt.update(lambda: F.sum(link.used * (comm.rank + 1)))
+    # (Chainer's update then reallocates the None grad as zeros.)
+    np.testing.assert_array_equal(link.maybe.array, 1.0)
+    np.testing.assert_allclose(link.used.array, 1 - (comm.size + 1) / 2.0)
+    if comm.size == 1:
+        return
+    # grad None on rank 0 only: every rank raises, naming rank 0's param.
+    with pytest.raises(GradientMismatchError, match=r'rank 0: \[.*maybe'):
+        opt.update(lambda: F.sum(link.used) + (
+            F.sum(link.maybe) if comm.rank else 0))
+
+
+def test_overlap_arguments_are_checked():
+    make = chainermn_lite.create_multi_node_optimizer
+    with pytest.raises(ValueError, match='exclude each other'):
+        make(chainer.optimizers.SGD(), None, double_buffering=True,
+             overlap=True)
+    for bad in (0, -5, 1.5, True):
+        with pytest.raises(ValueError, match='bucket_bytes must be a '
+                           'positive int, got {!r}'.format(bad)):
+            make(chainer.optimizers.SGD(), None, overlap=True,
+                 bucket_bytes=bad)
+    with pytest.raises(ValueError, match='only used with overlap=True'):
+        make(chainer.optimizers.SGD(), None, bucket_bytes=1024)

@@ -94,6 +94,32 @@ def test_send_recv_tuple_big_and_noncontiguous(mpi_comm, make_communicator):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
+@pytest.mark.parametrize('communicator_name', NAMES)
+def test_send_exact_recv_exact(mpi_comm, make_communicator):
+    # Bare bytes, the layout named by the receiver: strided arrays, 0-d,
+    # empty and chunked ones (max_buf_len 1000) all arrive as sent.
+    comm = make_communicator(mpi_comm)
+    comm.set_config('max_buf_len', 1000)
+    big = _value(0, (300, 70), np.float32)
+    parts = (big[:, ::3], np.arange(7, dtype=np.int16), np.zeros((0, 2)),
+             np.float64(3.5) * np.ones(()))
+    if comm.rank == 0:
+        for dest in range(1, comm.size):
+            comm.send_exact(parts, dest, 5)
+    else:
+        got = comm.recv_exact([(p.shape, p.dtype) for p in parts], 0, 5)
+        for g, p in zip(got, parts):
+            assert g.shape == p.shape and g.dtype == p.dtype
+            np.testing.assert_array_equal(g, p)
+    with pytest.raises(ValueError, match='recv_exact: rank 9 is out of '
+                       'range'):
+        comm.recv_exact([((1,), np.float32)], 9, 0)
+    with pytest.raises(ValueError, match='send_exact: tag must be an int '
+                       '>= 0, got -2'):
+        comm.send_exact([np.ones(1)], (comm.rank + 1) % comm.size, -2)
+
+
+@pytest.mark.mpi(sizes=(2, 3))
 def test_recv_any_source_any_tag(mpi_comm, MPI, make_communicator):
     comm = make_communicator(mpi_comm, 'flat')
     r, n = comm.rank, comm.size

@@ -146,7 +146,9 @@ def test_tag_convention_maps_back_and_forth():
 def test_functions_use_the_forward_and_backward_tags(
         mpi_comm, make_communicator):
     # functions.send / recv are the communicator's plain messages on
-    # forward_tag(tag), and their gradients on backward_tag(tag).
+    # forward_tag(tag); their gradients, whose layout both sides know, are
+    # bare bytes on backward_tag(tag): one MPI message per array, exactly
+    # what a hand-written mpi4py program sends.
     comm = make_communicator(mpi_comm)
     data = np.arange(3, dtype=np.float32)
     if comm.rank == 0:
@@ -160,7 +162,27 @@ def test_functions_use_the_forward_and_backward_tags(
     else:
         np.testing.assert_array_equal(comm.recv(0, _wire.forward_tag(4)),
                                       data)
-        comm.send(np.full(3, 5, np.float32), 0, _wire.backward_tag(4))
+        mpi_comm.Send(np.full(3, 5, np.float32), 0, _wire.backward_tag(4))
         comm.send(data * 2, 0, _wire.forward_tag(9))
-        np.testing.assert_array_equal(comm.recv(0, _wire.backward_tag(9)),
-                                      np.full(3, 7))
+        got = np.zeros(3, np.float32)
+        mpi_comm.Recv(got, 0, _wire.backward_tag(9))
+        np.testing.assert_array_equal(got, np.full(3, 7))
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_big_tuple_gradients_come_back_exactly(mpi_comm, make_communicator):
+    # Bare-byte gradients bigger than max_buf_len travel in pieces; a
+    # tuple's arrays keep their own dtypes and shapes.
+    comm = make_communicator(mpi_comm)
+    comm.set_config('max_buf_len', 1000)
+    a = np.arange(3000, dtype=np.float32).reshape(30, 100)
+    b = np.arange(7, dtype=np.float64)
+    if comm.rank == 0:
+        va, vb = chainer.Variable(a), chainer.Variable(b)
+        chainermn_lite.functions.send((va, vb), comm, rank=1).backward()
+        np.testing.assert_array_equal(va.grad, a * 3)
+        np.testing.assert_array_equal(vb.grad, np.full(7, 2.0))
+        assert va.grad.dtype == np.float32 and vb.grad.dtype == np.float64
+    else:
+        ya, yb = chainermn_lite.functions.recv(comm, rank=0)
+        (F.sum(ya * ya) * 1.5 + F.cast(F.sum(yb) * 2, np.float32)).backward()

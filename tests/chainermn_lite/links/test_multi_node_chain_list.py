@@ -234,6 +234,15 @@ class RecordingComm:
         self.log.append(('recv', source, tag))
         return self._comm.recv(source, tag)
 
+    # Gradients travel as bare bytes (their layout is known to both sides).
+    def send_exact(self, arrays, dest, tag):
+        self.log.append(('send', dest, tag))
+        return self._comm.send_exact(arrays, dest, tag)
+
+    def recv_exact(self, specs, source, tag):
+        self.log.append(('recv', source, tag))
+        return self._comm.recv_exact(specs, source, tag)
+
 
 @pytest.mark.mpi(sizes=(2,))
 def test_each_message_has_its_own_tag(mpi_comm, make_communicator):
