@@ -20,6 +20,7 @@ completions (:meth:`receive`, :meth:`collective`); inside a rank the time
 functions read :meth:`read` (:func:`patch_time`). Nothing here runs while
 virtual time is off.
 """
+import builtins
 import contextlib
 import sys
 import threading
@@ -209,6 +210,11 @@ class VirtualTime:
             clock.now += seconds
             clock.compute += seconds
 
+    def uncounted(self, seconds):
+        """``seconds`` of the calling thread's CPU time are not the
+        rank's compute (an import: see :func:`patch_time`)."""
+        self._local.mark += seconds
+
     def read(self, rank):
         """The rank's virtual seconds, or None inside an MPI call (the
         simulator's own code keeps real time)."""
@@ -321,6 +327,7 @@ class VirtualTime:
 _patch_lock = threading.Lock()
 _patched = 0
 _rebound = []           # (module dict, name, real function)
+_saved_import = []
 
 
 def _virtual_function(name, real, ns):
@@ -356,6 +363,26 @@ def _virtual_sleep():
     return sleep
 
 
+def _uncounted_import(real):
+    from simulator.engine.actors import current
+    local = threading.local()
+
+    def import_(name, *args, **kwargs):
+        ctx = current()
+        if ctx is None or ctx.world.clock is None or \
+                getattr(local, 'inside', False):
+            return real(name, *args, **kwargs)
+        local.inside = True
+        start = _thread_time()
+        try:
+            return real(name, *args, **kwargs)
+        finally:
+            local.inside = False
+            ctx.world.clock.uncounted(_thread_time() - start)
+    import_.simulator_virtual = True
+    return import_
+
+
 def _rebinding_candidates():
     # Libraries keep references they took at import time (Chainer's
     # trainer: ``_get_time = time.perf_counter``). The standard library's
@@ -376,7 +403,8 @@ def patch_time():
     """While inside, ``time.time/perf_counter/monotonic`` (and their
     ``_ns`` forms) read the calling rank's virtual clock in ranks whose
     world has one, and real time everywhere else; ``time.sleep`` in such
-    a rank also moves its clock on."""
+    a rank also moves its clock on, and the CPU time of imports counts for
+    no rank (the ranks share libraries: one rank would pay for all)."""
     global _patched
     with _patch_lock:
         _patched += 1
@@ -390,6 +418,11 @@ def patch_time():
                 setattr(time, name, virtual)
             table[id(_REAL_SLEEP)] = (_REAL_SLEEP, _virtual_sleep())
             time.sleep = table[id(_REAL_SLEEP)][1]
+            # Libraries are shared by the rank threads: the first rank to
+            # import one would pay for all, and which rank that is varies
+            # from run to run. Imports count for no rank.
+            _saved_import.append(builtins.__import__)
+            builtins.__import__ = _uncounted_import(builtins.__import__)
             for namespace in _rebinding_candidates():
                 for key, value in list(namespace.items()):
                     # By identity: module globals may hash or compare
@@ -408,6 +441,7 @@ def patch_time():
                         list(_REAL_NS.items()):
                     setattr(time, name, real)
                 time.sleep = _REAL_SLEEP
+                builtins.__import__ = _saved_import.pop()
                 for namespace, key, real in _rebound:
                     if getattr(namespace.get(key), 'simulator_virtual',
                                False):

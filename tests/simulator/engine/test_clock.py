@@ -204,3 +204,21 @@ def test_allgather_is_charged_for_the_gathered_total():
     spent = simulator.run(body, 4, clock=clock)
     assert min(spent) == pytest.approx(3 * LATENCY + 3000 / BANDWIDTH,
                                        abs=1e-6)
+
+
+def test_imports_count_for_no_rank(tmp_path, monkeypatch):
+    # The ranks share libraries: whichever rank imported one first would
+    # pay for all of them, differently from run to run.
+    (tmp_path / 'slow_to_import_vt.py').write_text(
+        'import time\n'
+        'end = time.thread_time() + 0.1\n'
+        'while time.thread_time() < end:\n'
+        '    pass\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def body(comm):
+        import slow_to_import_vt  # noqa: F401
+    clock = _clock(scale=1.0)
+    simulator.run(body, 2, clock=clock)
+    assert max(c.compute for c in clock.clocks) < 0.05
+    assert not hasattr(__import__, 'simulator_virtual')
