@@ -119,34 +119,33 @@ def wait_some(activities):
         return ready_indices(activities)
 
 
-def test_some(activities):
-    """Indices of ready ``activities`` (maybe none); never blocks."""
+def _poll(activities, choose_scheduled):
+    """Ready indices now, never blocking; under a schedule its choice
+    (``choose_scheduled``) answers instead."""
     first = activities[0]
     world = first.world
     with world.lock:
         world.raise_if_broken(first.rank)
         if world.schedule is not None:
-            return world.schedule.await_choice(
-                world, first.rank, first.record, lambda: _some(activities),
-                poll=True) or []
+            return True, world.schedule.await_choice(
+                world, first.rank, first.record, choose_scheduled,
+                poll=True)
         ready = ready_indices(activities)
         if not ready:
             world.note_poll(first.record)
-        return ready
+        return False, ready
+
+
+def test_some(activities):
+    """Indices of ready ``activities`` (maybe none); never blocks."""
+    scheduled, answer = _poll(activities, lambda: _some(activities))
+    return (answer or []) if scheduled else answer
 
 
 def test_any(activities):
     """Index of one ready activity, or None; never blocks."""
-    first = activities[0]
-    world = first.world
-    with world.lock:
-        world.raise_if_broken(first.rank)
-        if world.schedule is not None:
-            return world.schedule.await_choice(
-                world, first.rank, first.record,
-                lambda: ready_indices(activities), poll=True)
-        ready = ready_indices(activities)
-        if not ready:
-            world.note_poll(first.record)
-            return None
-        return ready[0]
+    scheduled, answer = _poll(activities,
+                              lambda: ready_indices(activities))
+    if scheduled:
+        return answer
+    return answer[0] if answer else None

@@ -16,7 +16,8 @@ import sys
 import sysconfig
 import threading
 
-__all__ = ['is_library_file', 'library_dirs', 'register_library']
+__all__ = ['is_library_file', 'library_dirs', 'register_library',
+           'find_spec_without']
 
 _SIMULATOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
@@ -101,3 +102,15 @@ def is_library_file(filename):
         # '<stdin>' are code the user wrote.
         return filename.startswith('<frozen')
     return filename.startswith(library_dirs())
+
+
+def find_spec_without(hook, fullname, path=None, target=None):
+    """The spec the import system would find for ``fullname`` if the
+    meta-path finder ``hook`` were not installed (None if none would)."""
+    for finder in sys.meta_path:
+        if finder is hook or not hasattr(finder, 'find_spec'):
+            continue
+        spec = finder.find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
+    return None

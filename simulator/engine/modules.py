@@ -22,7 +22,7 @@ import sysconfig
 import threading
 import types
 
-from simulator.engine.libraries import is_library_file
+from simulator.engine.libraries import find_spec_without, is_library_file
 from simulator.engine.process import process_state
 
 __all__ = ['RankModule', 'private_modules', 'register_private_module']
@@ -147,13 +147,8 @@ class _Finder:
             _busy.on = False
 
     def _find_spec(self, fullname, path, target):
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, 'find_spec'):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
+        spec = find_spec_without(self, fullname, path, target)
+        if spec is None:
             return None
         origin = spec.origin
         if not (spec.has_location and isinstance(origin, str)

@@ -36,6 +36,7 @@ import types
 import numpy as np
 
 from simulator.engine.actors import RankExit, current
+from simulator.engine.libraries import find_spec_without
 from simulator.engine.patches import PatchSet
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
@@ -149,23 +150,24 @@ def set_sys_class(cls):
 
 # -- os.environ ---------------------------------------------------------------
 
-class _RankEnviron(collections.abc.MutableMapping):
-    """``os.environ`` while worlds run: in a rank, that rank's copy."""
+class _RankMapping(collections.abc.MutableMapping):
+    """A module's dict while worlds run: in a rank, that rank's copy
+    (kept in its process state under ``key``)."""
 
-    def __init__(self, shared):
+    def __init__(self, shared, key):
         self._shared = shared
+        self._key = key
 
     def _view(self):
         state = process_state()
-        return self._shared if state is None else state.environ
+        if state is None:
+            return self._shared
+        return state.objects.setdefault(self._key, {})
 
     def __getitem__(self, key):
         return self._view()[key]
 
     def __setitem__(self, key, value):
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise TypeError('str expected, not {}'.format(
-                type(value if isinstance(key, str) else key).__name__))
         self._view()[key] = value
 
     def __delitem__(self, key):
@@ -176,6 +178,23 @@ class _RankEnviron(collections.abc.MutableMapping):
 
     def __len__(self):
         return len(self._view())
+
+
+class _RankEnviron(_RankMapping):
+    """``os.environ`` while worlds run: in a rank, that rank's copy."""
+
+    def __init__(self, shared):
+        super().__init__(shared, None)
+
+    def _view(self):
+        state = process_state()
+        return self._shared if state is None else state.environ
+
+    def __setitem__(self, key, value):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError('str expected, not {}'.format(
+                type(value if isinstance(key, str) else key).__name__))
+        self._view()[key] = value
 
     def __repr__(self):
         return 'environ({!r})'.format(dict(self._view()))
@@ -333,33 +352,6 @@ def _private_class(cls):
     return private
 
 
-class _RankMapping(collections.abc.MutableMapping):
-    def __init__(self, shared, key):
-        self._shared = shared
-        self._key = key
-
-    def _view(self):
-        state = process_state()
-        if state is None:
-            return self._shared
-        return state.objects.setdefault(self._key, {})
-
-    def __getitem__(self, key):
-        return self._view()[key]
-
-    def __setitem__(self, key, value):
-        self._view()[key] = value
-
-    def __delitem__(self, key):
-        del self._view()[key]
-
-    def __iter__(self):
-        return iter(list(self._view()))
-
-    def __len__(self):
-        return len(self._view())
-
-
 def _apply_registered(name):
     module = sys.modules.get(name)
     if module is None or not _patches.active:
@@ -393,13 +385,8 @@ class _RegisteredImportHook:
         if '.' in fullname or not any(
                 name.partition('.')[0] == fullname for name in _registry):
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, 'find_spec'):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
+        spec = find_spec_without(self, fullname, path, target)
+        if spec is None:
             return None
         loader = spec.loader
         if loader is None or not hasattr(loader, 'exec_module'):
