@@ -14,6 +14,8 @@ from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.mpi import constants as _constants
 from simulator.mpi.comm import COMM_NULL, Comm, Intracomm
+from simulator.mpi.commctx import (_comm_lock, _comm_lock_table,
+                                   _commctx_inter, _commctx_intra)
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Datatype, from_dtype)
@@ -22,6 +24,7 @@ from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
                                    INFO_NULL, Errhandler, Info)
 from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
+from simulator.mpi.pickling import Pickle, pickle
 from simulator.mpi.prequest import Prequest
 from simulator.mpi.request import REQUEST_NULL, Request, Status
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
@@ -43,7 +46,8 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
-            'pickle']
+            'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
+            '_commctx_inter']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
@@ -242,39 +246,3 @@ def Get_address(location):
     from simulator.mpi.datatypes import parse
     data = parse(location, 'Get_address').data
     return data.__array_interface__['data'][0]
-
-
-class Pickle:
-    """``MPI.pickle``: how object messages are serialized (the standard
-    pickle at its highest protocol; the simulator's object calls use the
-    same)."""
-
-    __module__ = 'simulator.mpi'
-
-    def __init__(self, dumps=None, loads=None, protocol=None,
-                 threshold=None):
-        import pickle as _pickle
-        self._dumps = dumps or _pickle.dumps
-        self._loads = loads or _pickle.loads
-        self.PROTOCOL = _pickle.HIGHEST_PROTOCOL if protocol is None \
-            else protocol
-        self.THRESHOLD = 262144 if threshold is None else threshold
-
-    def dumps(self, obj):
-        """The bytes of ``obj``."""
-        return self._dumps(obj, self.PROTOCOL)
-
-    def loads(self, data):
-        """The object of ``data``."""
-        return self._loads(data)
-
-    def dumps_oob(self, obj):
-        """(bytes, []) : no out-of-band buffers here."""
-        return self.dumps(obj), []
-
-    def loads_oob(self, data, buffers=None):
-        """``loads``; out-of-band buffers are not used."""
-        return self.loads(data)
-
-
-pickle = Pickle()

@@ -7,7 +7,6 @@ read the other ranks' buffers directly while everybody is inside the call,
 then leave together. Reductions combine in Open MPI's order
 (:mod:`simulator.engine.reduction_order`).
 """
-import pickle
 
 import numpy as np
 
@@ -20,13 +19,13 @@ from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.datatypes import parse, parse_send, parse_vector
 from simulator.mpi.ops import OP_NAMES, Op
+from simulator.mpi import pickling
 from simulator.mpi.request import Request
 from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Collectives']
 
 SUM = OP_NAMES['SUM']
-_PICKLE = pickle.HIGHEST_PROTOCOL
 # From this many bytes per rank, Allreduce splits the reduction among the
 # rank threads (NumPy releases the GIL); below it one rank reduces
 # everything. Measured with 4 ranks on 2 cores: at 256 KiB one reducer
@@ -199,23 +198,23 @@ def _split_items(self, sendobj, op):
     if len(items) != size:
         raise ValueError('{} on {}: expecting {} items, got {}'.format(
             op, self._s.name, size, len(items)))
-    return [pickle.dumps(x, _PICKLE) for x in items]
+    return [pickling.dumps(x) for x in items]
 
 
 def _reduce_objects(op):
     def combine(args):
         tree = order.object_reduce_tree(len(args))
-        result = order.evaluate(tree, lambda r: pickle.loads(args[r]), op)
-        return pickle.dumps(result, _PICKLE)
+        result = order.evaluate(tree, lambda r: pickling.loads(args[r]), op)
+        return pickling.dumps(result)
     return combine
 
 
 def _prefix(op, exclusive):
     def combine(args):
         def leaf(r):
-            return pickle.loads(args[r])
-        return [pickle.dumps(None if tree is None else
-                             order.evaluate(tree, leaf, op), _PICKLE)
+            return pickling.loads(args[r])
+        return [pickling.dumps(None if tree is None else
+                             order.evaluate(tree, leaf, op))
                 for tree in order.object_scan_trees(len(args), exclusive)]
     return combine
 
@@ -578,9 +577,9 @@ class Collectives:
         """Broadcast a picklable object from ``root``; all ranks return
         it."""
         root = self._root(root)
-        mine = pickle.dumps(obj, _PICKLE) if self._s.rank == root else None
+        mine = pickling.dumps(obj) if self._s.rank == root else None
         return _run(self, 'bcast', (('root', root),), mine,
-                    lambda s, slot: pickle.loads(slot.args[root]))
+                    lambda s, slot: pickling.loads(slot.args[root]))
 
     def gather(self, sendobj, root=0):
         """A list of every rank's object at ``root``; None elsewhere."""
@@ -589,9 +588,9 @@ class Collectives:
         def finish(s, slot):
             if s.rank != root:
                 return None
-            return [pickle.loads(a) for a in slot.args]
+            return [pickling.loads(a) for a in slot.args]
         return _run(self, 'gather', (('root', root),),
-                    pickle.dumps(sendobj, _PICKLE), finish)
+                    pickling.dumps(sendobj), finish)
 
     def scatter(self, sendobj, root=0):
         """Item ``i`` of root's sequence goes to rank ``i``."""
@@ -599,18 +598,18 @@ class Collectives:
         mine = _split_items(self, sendobj, 'scatter') \
             if self._s.rank == root else None
         return _run(self, 'scatter', (('root', root),), mine,
-                    lambda s, slot: pickle.loads(slot.args[root][s.rank]))
+                    lambda s, slot: pickling.loads(slot.args[root][s.rank]))
 
     def allgather(self, sendobj):
         """Every rank's object, in rank order, on every rank."""
-        return _run(self, 'allgather', (), pickle.dumps(sendobj, _PICKLE),
-                    lambda s, slot: [pickle.loads(a) for a in slot.args])
+        return _run(self, 'allgather', (), pickling.dumps(sendobj),
+                    lambda s, slot: [pickling.loads(a) for a in slot.args])
 
     def alltoall(self, sendobj):
         """Rank ``i`` gets item ``i`` of every rank's sequence."""
         return _run(self, 'alltoall', (), _split_items(self, sendobj,
                                                        'alltoall'),
-                    lambda s, slot: [pickle.loads(a[s.rank])
+                    lambda s, slot: [pickling.loads(a[s.rank])
                                      for a in slot.args])
 
     def allreduce(self, sendobj, op=SUM):
@@ -618,8 +617,8 @@ class Collectives:
         ranks on the left); all ranks get it."""
         op = _check_op(op)
         return _run(self, 'allreduce', (('op', op.name),),
-                    pickle.dumps(sendobj, _PICKLE),
-                    lambda s, slot: pickle.loads(slot.result),
+                    pickling.dumps(sendobj),
+                    lambda s, slot: pickling.loads(slot.result),
                     combine=_reduce_objects(op))
 
     def reduce(self, sendobj, op=SUM, root=0):
@@ -627,8 +626,8 @@ class Collectives:
         op = _check_op(op)
         root = self._root(root)
         return _run(self, 'reduce', (('op', op.name), ('root', root)),
-                    pickle.dumps(sendobj, _PICKLE),
-                    lambda s, slot: pickle.loads(slot.result)
+                    pickling.dumps(sendobj),
+                    lambda s, slot: pickling.loads(slot.result)
                     if s.rank == root else None,
                     combine=_reduce_objects(op))
 
@@ -636,16 +635,16 @@ class Collectives:
         """Inclusive prefix reduction of objects over ranks 0..rank."""
         op = _check_op(op)
         return _run(self, 'scan', (('op', op.name),),
-                    pickle.dumps(sendobj, _PICKLE),
-                    lambda s, slot: pickle.loads(slot.result[s.rank]),
+                    pickling.dumps(sendobj),
+                    lambda s, slot: pickling.loads(slot.result[s.rank]),
                     combine=_prefix(op, False))
 
     def exscan(self, sendobj, op=SUM):
         """Exclusive prefix reduction (None on rank 0)."""
         op = _check_op(op)
         return _run(self, 'exscan', (('op', op.name),),
-                    pickle.dumps(sendobj, _PICKLE),
-                    lambda s, slot: pickle.loads(slot.result[s.rank]),
+                    pickling.dumps(sendobj),
+                    lambda s, slot: pickling.loads(slot.result[s.rank]),
                     combine=_prefix(op, True))
 
     def Bcast(self, buf, root=0):

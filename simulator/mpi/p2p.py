@@ -7,7 +7,6 @@ payloads into messages and messages back into objects or buffer contents,
 with mpi4py's errors. The mixin relies on ``Comm``'s ``_s`` (the rank's
 :class:`~simulator.engine.communicator.CommState`) and argument checks.
 """
-import pickle
 
 from simulator.engine import activity, p2p
 from simulator.engine.reports import Report
@@ -17,13 +16,13 @@ from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.datatypes import parse
+from simulator.mpi import pickling
 from simulator.mpi.request import Request
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER']
 
 OBJECT = 'object'
 BUFFER = 'buffer'
-_PICKLE = pickle.HIGHEST_PROTOCOL
 
 
 class RecvRequest(Request):
@@ -67,7 +66,7 @@ class RecvRequest(Request):
             # mpi4py's recv unpickles whatever bytes arrive: an empty
             # message is None, a byte buffer holding a pickle its object.
             data = msg.payload.tobytes()
-            return pickle.loads(data) if data else None
+            return pickling.loads(data) if data else None
         if msg.kind != self._kind:
             raise MessageMismatchError(
                 'rank {} received with {} a {} message from rank {} (tag '
@@ -76,7 +75,7 @@ class RecvRequest(Request):
                     recv.record.rank, recv.record.op, msg.kind, msg.source,
                     msg.tag, recv.comm_name, msg.record.describe()))
         if msg.kind == OBJECT:
-            return pickle.loads(msg.payload)
+            return pickling.loads(msg.payload)
         self._deliver_buffer(msg)
         return None
 
@@ -157,7 +156,7 @@ class PointToPoint:
             # an object receive (whose payload is a pickled None).
             recv.message = p2p.Message(
                 PROC_NULL, ANY_TAG, kind,
-                pickle.dumps(None) if kind == OBJECT else
+                pickling.dumps(None) if kind == OBJECT else
                 buf.data[:0].copy(), buf and buf.datatype, record, 0)
             return request
         with world.lock:
@@ -176,22 +175,22 @@ class PointToPoint:
 
     def send(self, obj, dest, tag=0):
         """Send a picklable object (eager: returns at once)."""
-        self._isend('send', OBJECT, pickle.dumps(obj, _PICKLE), None,
+        self._isend('send', OBJECT, pickling.dumps(obj), None,
                     dest, tag).wait()
 
     def ssend(self, obj, dest, tag=0):
         """Send an object; return only once it is received."""
-        self._isend('ssend', OBJECT, pickle.dumps(obj, _PICKLE), None,
+        self._isend('ssend', OBJECT, pickling.dumps(obj), None,
                     dest, tag, sync=True).wait()
 
     def isend(self, obj, dest, tag=0):
         """Start sending an object; ``wait()`` returns None."""
-        return self._isend('isend', OBJECT, pickle.dumps(obj, _PICKLE),
+        return self._isend('isend', OBJECT, pickling.dumps(obj),
                            None, dest, tag)
 
     def issend(self, obj, dest, tag=0):
         """Start a synchronous object send."""
-        return self._isend('issend', OBJECT, pickle.dumps(obj, _PICKLE),
+        return self._isend('issend', OBJECT, pickling.dumps(obj),
                            None, dest, tag, sync=True)
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
@@ -207,7 +206,7 @@ class PointToPoint:
                  source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send ``sendobj`` to ``dest`` and receive an object."""
         sreq = self._isend('sendrecv', OBJECT,
-                           pickle.dumps(sendobj, _PICKLE), None, dest,
+                           pickling.dumps(sendobj), None, dest,
                            sendtag)
         obj = self._irecv('sendrecv', OBJECT, None, source,
                           recvtag).wait(status)

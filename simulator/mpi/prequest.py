@@ -172,8 +172,8 @@ class PersistentP2P:
 
     def isendrecv(self, sendobj, dest, sendtag=0, source=-1, recvtag=-1):
         """Object Isendrecv; ``wait()`` returns the received object."""
-        import pickle
-        send = self._isend('isendrecv', 'object', pickle.dumps(sendobj),
+        from simulator.mpi import pickling
+        send = self._isend('isendrecv', 'object', pickling.dumps(sendobj),
                            None, dest, sendtag)
         recv = self._irecv('isendrecv', 'object', None, source, recvtag)
         pair = PairRequest(send, recv)

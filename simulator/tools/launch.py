@@ -25,6 +25,7 @@ from simulator.engine.ranks import run_ranks
 from simulator.engine.schedule import Schedule
 from simulator.engine.world import World
 from simulator.mpi.timing import call_boundaries
+from simulator.tools.standin import make_package
 
 __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
            'captured_streams',
@@ -208,25 +209,9 @@ class RankMainModule(types.ModuleType):
 
 
 def install_mpi4py():
-    """Make ``from mpi4py import MPI`` import ``simulator.mpi``."""
-    package = types.ModuleType('mpi4py')
-    # The installed mpi4py's folder, when there is one: its pure-Python
-    # modules (mpi4py.util.pkl5, util.sync, util.dtlib, run) then import
-    # and run over simulator.mpi, as they run over the real MPI module.
-    spec = importlib.machinery.PathFinder.find_spec('mpi4py')
-    found = list(getattr(spec, 'submodule_search_locations', None) or ())
-    package.__path__ = found or [os.path.dirname(mpi.__file__)]
-    # Submodules imported over the real MPI module import again over ours.
-    for name in [n for n in sys.modules if n.startswith('mpi4py.')]:
-        del sys.modules[name]
-    package.MPI = mpi
-    package.__version__ = '4.1.2'
-    package.rc = types.SimpleNamespace(initialize=True, threads=True,
-                                       thread_level='multiple',
-                                       finalize=None, fast_reduce=True,
-                                       recv_mprobe=True, errors='exception')
-    sys.modules['mpi4py'] = package
-    sys.modules['mpi4py.MPI'] = mpi
+    """Make ``from mpi4py import MPI`` import ``simulator.mpi`` (and
+    ``import mpi4py`` the stand-in package of :mod:`.standin`)."""
+    make_package()
 
 
 def load_code(target, module):

@@ -1,0 +1,79 @@
+"""The communicator locks and contexts mpi4py's pure-Python helpers use.
+
+``mpi4py.util.pkl5`` imports four private functions of ``mpi4py.MPI``:
+``_comm_lock(comm, key)`` (a lock per communicator and key, so threads of
+one process do not interleave the several messages of one object), and
+``_commctx_intra(comm)`` (a duplicate of ``comm``, made once per
+communicator by a collective ``Dup``, and a fresh tag on each call, for
+the messages of one object collective). Both belong to the calling rank
+(a process in real MPI): they are kept in the rank's own state, keyed by
+the communicator's context.
+"""
+import threading
+
+from simulator.engine.actors import current
+from simulator.mpi.unsupported import not_simulated
+
+__all__ = ['_comm_lock', '_comm_lock_table', '_commctx_intra',
+           '_commctx_inter']
+
+# Open MPI's MPI_TAG_UB: tags handed out wrap around below it.
+_TAG_UB = (1 << 31) - 1
+_guard = threading.Lock()
+
+
+def _rank_table(name, comm):
+    ctx = current()
+    if ctx is None:
+        raise RuntimeError('simulator.mpi: {} used outside a simulated '
+                           'rank'.format(name))
+    tables = ctx.local.setdefault(name, {})
+    return tables, comm._s.ctx
+
+
+def _comm_lock_table(comm):
+    """The calling rank's {key: lock} table of ``comm``."""
+    tables, key = _rank_table('comm_locks', comm)
+    with _guard:
+        return tables.setdefault(key, {})
+
+
+def _comm_lock(comm, key=None):
+    """The calling rank's lock for (``comm``, ``key``), made on first use."""
+    table = _comm_lock_table(comm)
+    with _guard:
+        lock = table.get(key)
+        if lock is None:
+            lock = table[key] = threading.Lock()
+        return lock
+
+
+class _Context:
+    __slots__ = ('dupcomm', 'tag')
+
+    def __init__(self, dupcomm):
+        self.dupcomm = dupcomm
+        self.tag = 0
+
+
+def _commctx_intra(comm):
+    """(duplicate of ``comm``, next tag): the duplicate is made by the
+    first call on each communicator, collectively (every rank of ``comm``
+    makes its first call in the same order, as with mpi4py)."""
+    if comm.Is_inter():
+        raise TypeError('expected an Intracomm, got {!r}'.format(comm))
+    with _comm_lock(comm, '@commctx_intra'):
+        tables, key = _rank_table('commctx', comm)
+        context = tables.get(key)
+        if context is None:
+            context = tables[key] = _Context(comm.Dup())
+        if context.tag >= _TAG_UB:
+            context.tag = 0
+        tag = context.tag
+        context.tag += 1
+        return context.dupcomm, tag
+
+
+def _commctx_inter(comm):
+    """Intercommunicators are not simulated."""
+    raise not_simulated('MPI._commctx_inter (intercommunicators)')
