@@ -14,10 +14,11 @@ The operation kinds live in :mod:`simulator.fuzz.model` and beside it.
 """
 import inspect
 
-from simulator.fuzz import coll, comm_ops, obj, p2p, runtime
+from simulator.fuzz import coll, comm_ops, icoll, obj, p2p, runtime
 from simulator.fuzz.model import Builder
 
-__all__ = ['generate', 'random_op', 'runtime_source']
+__all__ = ['FAMILIES', 'generate', 'parse_families', 'random_op',
+           'runtime_source']
 
 
 _HEADER = '''\
@@ -37,12 +38,15 @@ def runtime_source():
     return source.split('"""', 2)[2].lstrip('\n')
 
 
-def generate(seed, size, ops=30):
-    """The source of one fuzz program for ``size`` ranks."""
+def generate(seed, size, ops=30, families=None):
+    """The source of one fuzz program for ``size`` ranks, drawing
+    operations from ``families`` (names of :data:`FAMILIES`; all by
+    default)."""
     builder = Builder(seed, size)
+    table = _table(families)
     for _ in range(ops):
         builder.op_id += 1
-        random_op(builder)
+        random_op(builder, table)
     parts = [_HEADER.format(seed=seed, size=size), runtime_source(),
              '\nfrom mpi4py import MPI  # noqa: E402\n',
              'W = MPI.COMM_WORLD.Get_rank()',
@@ -55,17 +59,49 @@ def generate(seed, size, ops=30):
     return '\n'.join(parts) + '\n'
 
 
-def random_op(b):
-    """Append one random operation to builder ``b``."""
+# Operation families: name -> [(kind, weight)]. ``comm`` (communicator
+# management) is always drawn from, so that the others meet derived
+# communicators; a weight may depend on how many communicators live.
+FAMILIES = {
+    'coll': [(f, 3) for f in coll.OPS],
+    'obj': [(f, 2) for f in obj.OPS],
+    'p2p': [(f, 4) for f in p2p.OPS],
+    'icoll': [(f, 6) for f in icoll.OPS],
+}
+
+
+def parse_families(text):
+    """``coll,icoll`` -> a list of family names (checked)."""
+    names = [n.strip() for n in text.split(',') if n.strip()]
+    unknown = [n for n in names if n not in FAMILIES and n != 'comm']
+    if unknown or not names:
+        raise ValueError('unknown fuzz families {} (known: {})'.format(
+            unknown or text, ', '.join(['comm'] + sorted(FAMILIES))))
+    return names
+
+
+def _table(families):
+    names = sorted(FAMILIES) if families is None else families
+    table = []
+    for name in names:
+        table += FAMILIES.get(name, [])
+    return table
+
+
+def _management(b):
     live = len(b.entities)
-    management = [(comm_ops.op_split, 3 if live < 12 else 0),
-                (comm_ops.op_dup, 2 if live < 12 else 0),
-                (comm_ops.op_split_type, 1 if live < 12 else 0),
-                (comm_ops.op_free, 2 if live > 8 else 1),
-                (comm_ops.op_comm_info, 1),
-                (comm_ops.op_datatype_info, 0.3)]
-    table = (management + [(f, 3) for f in coll.OPS] +
-             [(f, 2) for f in obj.OPS] +
-             [(f, 4) for f in p2p.OPS])
-    kinds, weights = zip(*table)
+    return [(comm_ops.op_split, 3 if live < 12 else 0),
+            (comm_ops.op_dup, 2 if live < 12 else 0),
+            (comm_ops.op_split_type, 1 if live < 12 else 0),
+            (comm_ops.op_free, 2 if live > 8 else 1),
+            (comm_ops.op_comm_info, 1),
+            (comm_ops.op_datatype_info, 0.3)]
+
+
+def random_op(b, table=None):
+    """Append one random operation to builder ``b`` (kinds and weights
+    from ``table``; every family by default)."""
+    if table is None:
+        table = _table(None)
+    kinds, weights = zip(*(_management(b) + list(table)))
     b.rng.choices(kinds, weights)[0](b)

@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 
-from simulator.fuzz.gen import generate
+from simulator.fuzz.gen import FAMILIES, generate, parse_families
 from simulator.tools import launch
 
 __all__ = ['Run', 'run_simulator', 'run_mpiexec', 'run_in_process',
@@ -191,10 +191,10 @@ def _failure_text(run):
 
 
 def fuzz_one(seed, size, workdir, ops=30, timeout=60, sim_only=False,
-             send_mode='eager'):
+             send_mode='eager', families=None):
     """Generate, run both ways and compare one program; return
     (program path, list of difference lines)."""
-    source = generate(seed, size, ops)
+    source = generate(seed, size, ops, families)
     path = os.path.join(workdir, 'seed{}_n{}.py'.format(seed, size))
     with open(path, 'w') as f:
         f.write(source)
@@ -247,6 +247,10 @@ def _parser():
                         default='eager',
                         help='the simulator\'s send mode; rendezvous also '
                         'checks that programs need no buffering')
+    parser.add_argument('--families', metavar='F,F',
+                        help='operation families to draw from (default '
+                        'all): ' + ', '.join(['comm'] + sorted(FAMILIES)) +
+                        '; comm (Split, Dup, Free...) is always drawn')
     parser.add_argument('--show', action='store_true',
                         help='print the program(s) instead of running')
     return parser
@@ -254,13 +258,20 @@ def _parser():
 
 def main(argv=None):
     """Entry point; returns the exit status (1 on any difference)."""
-    options = _parser().parse_args(argv)
+    parser = _parser()
+    options = parser.parse_args(argv)
+    families = None
+    if options.families:
+        try:
+            families = parse_families(options.families)
+        except ValueError as error:
+            parser.error(str(error))
     ranks = _parse_ranks(options.ranks)
     seeds = range(options.seed, options.seed + options.count)
     if options.show:
         for seed in seeds:
             for size in ranks:
-                print(generate(seed, size, options.ops))
+                print(generate(seed, size, options.ops, families))
         return 0
     if not options.sim_only and shutil.which('mpiexec') is None:
         print('simulator.fuzz: mpiexec is not on PATH (run . scripts/'
@@ -275,7 +286,7 @@ def main(argv=None):
         for size in ranks:
             path, diff = fuzz_one(seed, size, workdir, options.ops,
                                   options.timeout, options.sim_only,
-                                  options.send_mode)
+                                  options.send_mode, families)
             compared += 1
             if not diff:
                 print('seed {} ranks {}: same'.format(seed, size),

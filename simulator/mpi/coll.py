@@ -7,6 +7,7 @@ read the other ranks' buffers directly while everybody is inside the call,
 then leave together. Reductions combine in Open MPI's order
 (:mod:`simulator.engine.reduction_order`).
 """
+import copy
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.errors import CollectiveMismatchError
 from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.datatypes import parse, parse_send, parse_vector
+from simulator.mpi.datatypes import Buffer, parse, parse_send, parse_vector
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi import pickling
 from simulator.mpi.request import Request
@@ -57,9 +58,14 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
     without waiting: it returns a request that completes it.
     """
     if op in _NONBLOCKING:
+        # MPI lets every rank complete its request on its own: a rank
+        # must not wait for its peers' Wait, so what ``finish`` reads of
+        # the others is copied at the start (``combine`` reads it while
+        # every rank is still inside its call).
+        if combine is None:
+            arg = _snapshot(arg)
         s, slot, record = _start(comm, op, signature, arg, combine)
-        return _CollectiveRequest(s, slot, record, finish, stay=stay,
-                                  after=after)
+        return _CollectiveRequest(s, slot, record, finish, after=after)
     s, slot, record = _start(comm, op, signature, arg, combine)
     coll.wait_ready(s, slot, record)
     if s.world.clock is not None:
@@ -71,6 +77,21 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
     if stay:
         coll.wait_departed(s, slot, record)
     return out if after is None else after(out)
+
+
+def _snapshot(arg):
+    """A private copy of a contribution that other ranks read later."""
+    if isinstance(arg, np.ndarray):
+        return arg.copy()
+    if isinstance(arg, Buffer) and arg.data is not None:
+        twin = copy.copy(arg)
+        twin.data = arg.data.copy()
+        return twin
+    if isinstance(arg, _WBuffer):
+        twin = copy.copy(arg)
+        twin.raw = arg.raw.copy()
+        return twin
+    return arg
 
 
 # Non-blocking collectives built by _run from their blocking algorithm.
@@ -496,7 +517,9 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     lo, hi = displs[s.rank], displs[s.rank + 1]
     dest = recv.data[:hi - lo]
 
-    if uniform:
+    if op_name.startswith('I'):
+        plan = order.ireduce_scatter_plan(size, sum(counts), op.commute)
+    elif uniform:
         plan = order.reduce_scatter_block_plan(size, counts[0],
                                                source.itemsize, op.commute)
     else:
@@ -543,8 +566,9 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
     def combine(args):
         _check_blocks(name, s.name, args)
         result = np.empty_like(args[0])
-        plan = order.reduce_plan(len(args), source.size, source.itemsize,
-                                 root, op.commute)
+        plan = (order.ireduce_plan if name == 'Ireduce' else
+                order.reduce_plan)(len(args), source.size, source.itemsize,
+                                   root, op.commute)
         order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
         return result
 
@@ -670,10 +694,12 @@ class Collectives:
         def finish(s, slot):
             if s.rank != root:
                 _copy(mine, slot.args[root], 'Ibcast', s.name, s.rank, root)
+        # The root's data is copied at the start: others may complete
+        # after the root has reused its buffer (see _run).
         s, slot, record = _start(self, 'Ibcast', (
             ('root', root), ('count', b.count), ('dtype', str(mine.dtype))),
-            mine)
-        return _CollectiveRequest(s, slot, record, finish, stay=True)
+            mine.copy() if self._s.rank == root else None)
+        return _CollectiveRequest(s, slot, record, finish)
 
     def Gather(self, sendbuf, recvbuf, root=0):
         """Root receives every rank's block, in rank order."""
