@@ -31,6 +31,8 @@ from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
 from simulator.mpi.unsupported import NotSimulated
 from simulator.mpi.values import VALUES as _VALUES
+from simulator.mpi.win import WIN_NULL
+from simulator.mpi.win import Win as _Win
 
 __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'COMM_WORLD', 'COMM_SELF', 'COMM_NULL', 'REQUEST_NULL',
@@ -57,7 +59,7 @@ globals().update(OP_NAMES)
 globals().update(_VALUES)
 globals().update(_UNSUPPORTED)
 globals().update(_REFUSED)
-WIN_NULL = _UNSUPPORTED['Win']()
+Win = _Win     # simulated, unlike the other handle types
 FILE_NULL = _UNSUPPORTED['File']()
 SESSION_NULL = _UNSUPPORTED['Session']()
 ERRORS_ABORT = Errhandler('MPI_ERRORS_ABORT')

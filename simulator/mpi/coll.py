@@ -215,7 +215,8 @@ class _CollectiveRequest(Request):
 
 def _split_items(self, sendobj, op):
     size = len(self._s.group)
-    items = list(sendobj)
+    # mpi4py reads None as one None per rank.
+    items = [None] * size if sendobj is None else list(sendobj)
     if len(items) != size:
         raise ValueError('{} on {}: expecting {} items, got {}'.format(
             op, self._s.name, size, len(items)))

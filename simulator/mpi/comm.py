@@ -40,6 +40,10 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     __module__ = 'simulator.mpi'
 
+    def __new__(cls, comm=None):
+        # Subclasses (mpi4py.util.pkl5's) call Comm.__new__(cls, comm).
+        return super().__new__(cls)
+
     def __init__(self, state=None):
         if isinstance(state, Comm):
             # Comm(comm): another handle to the same communicator

@@ -1,0 +1,700 @@
+"""RMA windows (``MPI.Win``): one-sided Put/Get/Accumulate between ranks.
+
+Rank threads share the process's memory, so a window is the set of its
+ranks' memories (one flat byte array each) and a one-sided operation
+reads or writes the target's memory directly, at the call, under the
+window's mutex: accumulates, ``Fetch_and_op`` and ``Compare_and_swap``
+are atomic per operation, as MPI requires. The result of a correct
+program is one of the results real MPI can give (operations happen no
+later than the synchronisation that completes them).
+
+Synchronisation is checked, not modelled in time: every operation needs
+an access epoch on its target (``Fence``, ``Lock``/``Lock_all``, or
+``Start``) or fails with ``ERR_RMA_SYNC``; ``Lock`` blocks (with the
+simulator's deadlock detection) while another rank holds a conflicting
+lock; ``Fence`` and ``Free`` are collective over the window's group;
+``Sync``/``Flush`` count as polling, so a spin loop on window memory that
+can never end is reported as a deadlock.
+
+A window handle is a ``bytearray`` subclass holding the rank's own memory
+for ``Allocate`` / ``Allocate_shared``, so ``memoryview(win)`` is the
+local window as in mpi4py (``mpi4py.util.sync`` spins on it). For
+``Create`` the window is the caller's buffer (reached through
+``tomemory()``); ``Create_dynamic`` windows address attached memory by
+absolute address (``MPI.Get_address``). Differences from Open MPI:
+``Allocate_shared`` segments are not contiguous (``Shared_query`` gives
+each rank's own segment); derived target datatypes are not simulated.
+"""
+import threading
+
+import numpy as np
+
+from simulator.engine import collectives as coll
+from simulator.engine.communicator import CommState
+from simulator.engine.trace import CallRecord, capture
+from simulator.mpi.constants import ERR_ARG, ERR_OP, ERR_RANK, ERR_TYPE
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.constants import PROC_NULL
+from simulator.mpi.datatypes import parse
+from simulator.mpi.group import Group
+from simulator.mpi.handles import INFO_NULL, Info
+from simulator.mpi.ops import OP_NAMES
+from simulator.mpi.request import Request
+from simulator.mpi.unsupported import not_simulated
+from simulator.mpi.values import VALUES
+
+__all__ = ['Win', 'WIN_NULL']
+
+LOCK_EXCLUSIVE = VALUES['LOCK_EXCLUSIVE']
+LOCK_SHARED = VALUES['LOCK_SHARED']
+MODE_NOCHECK = VALUES['MODE_NOCHECK']
+MODE_NOSUCCEED = VALUES['MODE_NOSUCCEED']
+ERR_WIN = VALUES['ERR_WIN']
+ERR_RMA_SYNC = VALUES['ERR_RMA_SYNC']
+ERR_RMA_RANGE = VALUES['ERR_RMA_RANGE']
+ERR_RMA_FLAVOR = VALUES['ERR_RMA_FLAVOR']
+ERR_LOCKTYPE = VALUES['ERR_LOCKTYPE']
+WIN_BASE, WIN_SIZE, WIN_DISP_UNIT = (VALUES['WIN_BASE'], VALUES['WIN_SIZE'],
+                                     VALUES['WIN_DISP_UNIT'])
+WIN_CREATE_FLAVOR, WIN_MODEL = VALUES['WIN_CREATE_FLAVOR'], VALUES['WIN_MODEL']
+FLAVOR_CREATE, FLAVOR_ALLOCATE, FLAVOR_DYNAMIC, FLAVOR_SHARED = (
+    VALUES['WIN_FLAVOR_CREATE'], VALUES['WIN_FLAVOR_ALLOCATE'],
+    VALUES['WIN_FLAVOR_DYNAMIC'], VALUES['WIN_FLAVOR_SHARED'])
+WIN_UNIFIED = VALUES['WIN_UNIFIED']
+_REPLACE, _NO_OP = OP_NAMES['REPLACE'], OP_NAMES['NO_OP']
+
+
+class _Shared:
+    """What the ranks of one window share: memories, locks, a mutex."""
+
+    def __init__(self, world, group, flavor, memories, disp_units):
+        self.world = world
+        self.group = group              # window rank -> world rank
+        self.flavor = flavor
+        self.memories = memories        # window rank -> uint8 array
+        self.disp_units = disp_units
+        self.regions = [[] for _ in group]  # dynamic: (address, array)
+        self.mutex = threading.Lock()
+        # Per target: the exclusive holder (window rank) and the number
+        # of shared holders; changed under the world lock.
+        self.exclusive = [None] * len(group)
+        self.shared = [0] * len(group)
+
+
+class Win(bytearray):
+    """An RMA window, with mpi4py's method names and argument order."""
+
+    __module__ = 'simulator.mpi'
+
+    def __new__(cls, win=None):
+        return super().__new__(cls)
+
+    def __init__(self, win=None):
+        super().__init__()
+        if isinstance(win, Win) and win._shared is not None:
+            raise not_simulated('MPI.Win(win): a second handle to a window')
+        self._shared = None
+
+    # -- construction ------------------------------------------------------
+    @classmethod
+    def _make(cls, op, comm, flavor, nbytes, disp_unit, memory=None):
+        state = comm._s
+        if not isinstance(disp_unit, int) or disp_unit <= 0:
+            raise MPIException(ERR_ARG, '{}: disp_unit {!r} must be a '
+                               'positive int'.format(op, disp_unit))
+        if not isinstance(nbytes, int) or nbytes < 0:
+            raise MPIException(ERR_ARG, '{}: size {!r} must be an int >= '
+                               '0'.format(op, nbytes))
+        win = cls.__new__(cls)
+        bytearray.__init__(win, nbytes if memory is None else 0)
+        local = np.frombuffer(win, np.uint8) if memory is None else memory
+        seq = state.next_seq()
+        record = CallRecord(op, state.world_rank, None, None, state.name,
+                            seq, raw=capture(3))
+        slot = coll.arrive(state, seq, op, (), (local, disp_unit), record,
+                           combine=lambda args: _Shared(
+                               state.world, state.group, flavor,
+                               [a[0] for a in args], [a[1] for a in args]))
+        coll.wait_ready(state, slot, record)
+        shared = slot.result
+        coll.leave(state, slot)
+        win._shared = shared
+        win._rank = state.rank
+        # The window's own collectives (Fence, Free) match among
+        # themselves, apart from the communicator's.
+        win._state = CommState(state.world, (state.ctx, seq, 'win'),
+                               state.group, state.rank,
+                               'Win#{} of {}'.format(seq, state.name))
+        win._memory = memory
+        win._name = ''
+        win._fence = False          # inside a fence epoch
+        win._locks = {}             # target -> lock type held
+        win._lock_all = False
+        win._attrs = {}
+        return win
+
+    @classmethod
+    def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
+        """A window over ``memory`` (a writable buffer) on every rank."""
+        comm = _comm_or_self(comm)
+        if memory is None:
+            array = np.empty(0, np.uint8)
+        else:
+            array = parse(memory, 'Win.Create').data
+            if not array.flags.writeable:
+                raise TypeError('Win.Create: memory {!r} is read-only'
+                                .format(type(memory).__name__))
+            array = array.reshape(-1).view(np.uint8)
+        win = cls._make('Win.Create', comm, FLAVOR_CREATE, array.nbytes,
+                        disp_unit, memory=array)
+        win._user = memory
+        return win
+
+    @classmethod
+    def Allocate(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
+        """A window of ``size`` new bytes on every rank."""
+        return cls._make('Win.Allocate', _comm_or_self(comm),
+                         FLAVOR_ALLOCATE, size, disp_unit)
+
+    @classmethod
+    def Allocate_shared(cls, size, disp_unit=1, info=INFO_NULL, comm=None):
+        """Allocate, with every segment reachable by ``Shared_query``."""
+        return cls._make('Win.Allocate_shared', _comm_or_self(comm),
+                         FLAVOR_SHARED, size, disp_unit)
+
+    @classmethod
+    def Create_dynamic(cls, info=INFO_NULL, comm=None):
+        """A window without memory; ranks ``Attach`` memory later."""
+        return cls._make('Win.Create_dynamic', _comm_or_self(comm),
+                         FLAVOR_DYNAMIC, 0, 1,
+                         memory=np.empty(0, np.uint8))
+
+    def Attach(self, memory):
+        """Expose ``memory`` in a dynamic window (at its address)."""
+        shared = self._s
+        if shared.flavor != FLAVOR_DYNAMIC:
+            raise MPIException(ERR_RMA_FLAVOR, 'Win.Attach on a window '
+                               'not made by Create_dynamic')
+        array = parse(memory, 'Win.Attach').data.reshape(-1).view(np.uint8)
+        address = array.__array_interface__['data'][0]
+        with shared.mutex:
+            shared.regions[self._rank].append((address, array))
+
+    def Detach(self, memory):
+        """Withdraw memory attached with ``Attach``."""
+        shared = self._s
+        array = parse(memory, 'Win.Detach').data
+        address = array.__array_interface__['data'][0]
+        with shared.mutex:
+            regions = shared.regions[self._rank]
+            shared.regions[self._rank] = [r for r in regions
+                                          if r[0] != address]
+
+    def Free(self):
+        """Free the window (collective over its group)."""
+        self._barrier('Win.Free')
+        self._shared = None
+
+    def free(self):
+        """Free, where a null window is left as it is (mpi4py's)."""
+        if self._shared is not None:
+            self.Free()
+
+    # -- handle --------------------------------------------------------------
+    @property
+    def _s(self):
+        shared = self._shared
+        if shared is None:
+            raise MPIException(ERR_WIN, 'operation on WIN_NULL or a freed '
+                               'window')
+        return shared
+
+    def __bool__(self):
+        return self._shared is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Win):
+            return NotImplemented
+        return self is other or (self._shared is None and
+                                 other._shared is None)
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        return id(self._shared) if self._shared is not None else 0
+
+    def __reduce__(self):
+        raise ValueError('cannot serialize {!r}: windows belong to the '
+                         'process'.format(self))
+
+    def __repr__(self):
+        if getattr(self, '_shared', None) is None:
+            return '<simulator.mpi.Win (null)>'
+        return '<simulator.mpi.Win {} rank {} of {}>'.format(
+            self._state.name, self._rank, len(self._shared.group))
+
+    __str__ = __repr__
+
+    # -- attributes ----------------------------------------------------------
+    def Get_group(self):
+        """The group of the window's ranks."""
+        return Group._of(self._s.group)
+
+    group = property(Get_group)
+    group_size = property(lambda self: len(self._s.group))
+    group_rank = property(lambda self: (self._s, self._rank)[1])
+
+    def Get_attr(self, keyval):
+        """WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR,
+        WIN_MODEL, or an attribute set with Set_attr (None if unset)."""
+        shared = self._s
+        memory = shared.memories[self._rank]
+        if keyval == WIN_BASE:
+            return 0 if memory.size == 0 else \
+                memory.__array_interface__['data'][0]
+        if keyval == WIN_SIZE:
+            return memory.nbytes
+        if keyval == WIN_DISP_UNIT:
+            return shared.disp_units[self._rank]
+        if keyval == WIN_CREATE_FLAVOR:
+            return shared.flavor
+        if keyval == WIN_MODEL:
+            return WIN_UNIFIED
+        return self._attrs.get(keyval)
+
+    def Set_attr(self, keyval, attrval):
+        """Store an attribute value under ``keyval``."""
+        self._s  # noqa: B018
+        self._attrs[keyval] = attrval
+
+    def Delete_attr(self, keyval):
+        """Remove an attribute."""
+        self._s  # noqa: B018
+        self._attrs.pop(keyval, None)
+
+    attrs = property(lambda self: (self.Get_attr(WIN_BASE),
+                                   self.Get_attr(WIN_SIZE),
+                                   self.Get_attr(WIN_DISP_UNIT)))
+    flavor = property(lambda self: self._s.flavor)
+    model = property(lambda self: (self._s, WIN_UNIFIED)[1])
+
+    def Get_name(self):
+        """The window's name ('' until Set_name)."""
+        self._s  # noqa: B018
+        return self._name
+
+    def Set_name(self, name):
+        """Name the window."""
+        self._s  # noqa: B018
+        self._name = str(name)
+
+    name = property(Get_name, Set_name)
+
+    def Get_info(self):
+        """An empty Info (hints are not kept)."""
+        self._s  # noqa: B018
+        return Info()
+
+    def Set_info(self, info):
+        """Accepted; hints are ignored."""
+        self._s  # noqa: B018
+
+    info = property(Get_info, Set_info)
+
+    def Get_errhandler(self):
+        """ERRORS_RETURN: errors raise MPI.Exception."""
+        from simulator.mpi.handles import ERRORS_RETURN
+        return ERRORS_RETURN
+
+    def Set_errhandler(self, errhandler):
+        """Accepted; errors always raise MPI.Exception."""
+
+    def tomemory(self):
+        """The local window memory as a buffer."""
+        shared = self._s
+        return memoryview(shared.memories[self._rank]).cast('B')
+
+    def Shared_query(self, rank):
+        """(memory, disp_unit) of ``rank``'s segment of a shared window."""
+        shared = self._s
+        if shared.flavor != FLAVOR_SHARED:
+            raise MPIException(ERR_RMA_FLAVOR, 'Win.Shared_query on a '
+                               'window not made by Allocate_shared')
+        if rank == PROC_NULL:
+            rank = next((r for r, m in enumerate(shared.memories)
+                         if m.nbytes), 0)
+        self._check_rank(rank, 'Shared_query')
+        return (memoryview(shared.memories[rank]).cast('B'),
+                shared.disp_units[rank])
+
+    # -- synchronisation -----------------------------------------------------
+    def _record(self, op, peer=None):
+        state = self._state
+        return CallRecord(op, state.world_rank, peer, None, state.name,
+                          raw=capture(3))
+
+    def _barrier(self, op):
+        if self._shared is None:
+            raise MPIException(ERR_WIN, '{} on WIN_NULL'.format(op))
+        state = self._state
+        seq = state.next_seq()
+        record = CallRecord(op, state.world_rank, None, None, state.name,
+                            seq, raw=capture(3))
+        slot = coll.arrive(state, seq, op, (), None, record)
+        coll.wait_ready(state, slot, record)
+        coll.leave(state, slot)
+
+    def Fence(self, assertion=0):
+        """End the previous fence epoch and start the next (collective)."""
+        self._s  # noqa: B018
+        if self._locks or self._lock_all:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Fence inside a passive '
+                               'target epoch (Lock/Lock_all)')
+        self._barrier('Win.Fence')
+        self._fence = not assertion & MODE_NOSUCCEED
+
+    def _check_rank(self, rank, op):
+        if not isinstance(rank, int) or not 0 <= rank < len(
+                self._s.group):
+            raise MPIException(ERR_RANK, 'Win.{}: rank {!r} is not in the '
+                               'window\'s group of {}'.format(
+                                   op, rank, len(self._s.group)))
+
+    def Lock(self, rank, lock_type=LOCK_EXCLUSIVE, assertion=0):
+        """Start a passive target epoch on ``rank``."""
+        self._s  # noqa: B018
+        if rank == PROC_NULL:
+            return
+        self._check_rank(rank, 'Lock')
+        if lock_type not in (LOCK_EXCLUSIVE, LOCK_SHARED):
+            raise MPIException(ERR_LOCKTYPE, 'Win.Lock: lock type {!r}'
+                               .format(lock_type))
+        if rank in self._locks or self._lock_all:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Lock: rank {} is '
+                               'already locked by this rank'.format(rank))
+        if not assertion & MODE_NOCHECK:
+            self._acquire([rank], lock_type, 'Win.Lock')
+        self._locks[rank] = (lock_type, not assertion & MODE_NOCHECK)
+
+    def Lock_all(self, assertion=0):
+        """Start a shared passive target epoch on every rank."""
+        shared = self._s
+        if self._locks or self._lock_all:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Lock_all inside another '
+                               'passive target epoch')
+        if not assertion & MODE_NOCHECK:
+            self._acquire(range(len(shared.group)), LOCK_SHARED,
+                          'Win.Lock_all')
+        self._lock_all = (True, not assertion & MODE_NOCHECK)
+
+    def _acquire(self, targets, lock_type, op):
+        shared = self._s
+        world = shared.world
+        targets = list(targets)
+        me = self._rank
+
+        def free():
+            if lock_type == LOCK_SHARED:
+                return all(shared.exclusive[t] is None for t in targets)
+            return shared.exclusive[targets[0]] is None and \
+                shared.shared[targets[0]] == 0
+
+        record = self._record(op, targets[0] if len(targets) == 1 else
+                              None)
+        with world.lock:
+            world.raise_if_broken(shared.group[me])
+            world.block(free, record)
+            for t in targets:
+                if lock_type == LOCK_SHARED:
+                    shared.shared[t] += 1
+                else:
+                    shared.exclusive[t] = me
+
+    def _release(self, targets, lock_type):
+        shared = self._s
+        world = shared.world
+        with world.lock:
+            for t in targets:
+                if lock_type == LOCK_SHARED:
+                    shared.shared[t] -= 1
+                else:
+                    shared.exclusive[t] = None
+            world.version += 1
+            for member in shared.group:
+                world.wake(member)
+
+    def Unlock(self, rank):
+        """End the passive target epoch on ``rank``."""
+        self._s  # noqa: B018
+        if rank == PROC_NULL:
+            return
+        held = self._locks.pop(rank, None)
+        if held is None:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Unlock: rank {} is not '
+                               'locked by this rank'.format(rank))
+        lock_type, counted = held
+        if counted:
+            self._release([rank], lock_type)
+
+    def Unlock_all(self):
+        """End the epoch of Lock_all."""
+        shared = self._s
+        if not self._lock_all:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Unlock_all without '
+                               'Lock_all')
+        counted = self._lock_all[1]
+        self._lock_all = False
+        if counted:
+            self._release(range(len(shared.group)), LOCK_SHARED)
+
+    def _in_passive_epoch(self, op):
+        if not (self._locks or self._lock_all):
+            raise MPIException(ERR_RMA_SYNC, 'Win.{} outside a passive '
+                               'target epoch (Lock/Lock_all)'.format(op))
+
+    def _poll(self, op):
+        # Operations complete at the call: flushing only lets a rank that
+        # spins on window memory be seen as polling (deadlock reports).
+        shared = self._s
+        world = shared.world
+        with world.lock:
+            world.raise_if_broken(shared.group[self._rank])
+            world.note_poll(self._record(op))
+
+    def Flush(self, rank):
+        """Complete the operations to ``rank`` (done at the call here)."""
+        self._in_passive_epoch('Flush')
+        if rank != PROC_NULL:
+            self._check_rank(rank, 'Flush')
+        self._poll('Win.Flush')
+
+    def Flush_all(self):
+        """Complete the operations to every rank."""
+        self._in_passive_epoch('Flush_all')
+        self._poll('Win.Flush_all')
+
+    def Flush_local(self, rank):
+        """Complete the operations to ``rank`` locally."""
+        self._in_passive_epoch('Flush_local')
+        self._poll('Win.Flush_local')
+
+    def Flush_local_all(self):
+        """Complete every operation locally."""
+        self._in_passive_epoch('Flush_local_all')
+        self._poll('Win.Flush_local_all')
+
+    def Sync(self):
+        """Synchronise public and private copies (one copy here)."""
+        self._poll('Win.Sync')
+
+    def Start(self, group, assertion=0):
+        """Generalized active target synchronisation is not simulated."""
+        raise not_simulated('MPI.Win.Start (post/start/complete/wait)')
+
+    Complete = Post = Wait = Test = Start
+
+    # -- one-sided operations ------------------------------------------------
+    def _target(self, op, origin, target_rank, target, count_of=None):
+        """(origin Buffer, target array view) of an operation, checked."""
+        shared = self._s
+        if origin is None:
+            # mpi4py's own check, before any MPI call.
+            raise TypeError('Win.{}: origin must be a buffer or a list/'
+                            'tuple, got None'.format(op))
+        if target_rank == PROC_NULL:
+            return None, None
+        self._check_rank(target_rank, op)
+        if not (self._fence or self._lock_all or target_rank in
+                self._locks):
+            raise MPIException(ERR_RMA_SYNC, 'Win.{} to rank {} outside '
+                               'an access epoch (Fence, Lock, Lock_all)'
+                               .format(op, target_rank))
+        buf = parse(origin, 'Win.{} origin buffer'.format(op))
+        datatype, count = buf.datatype, buf.count
+        disp = 0
+        if target is not None:
+            spec = (target,) if isinstance(target, int) else tuple(target)
+            if len(spec) > 3 or not spec:
+                raise ValueError('Win.{}: target {!r} must be disp or (disp'
+                                 '[, count[, datatype]])'.format(op, target))
+            disp = spec[0]
+            if len(spec) > 1 and spec[1] is not None:
+                count = spec[1]
+            if len(spec) > 2 and spec[2] is not None:
+                datatype = spec[2]
+        if count_of is not None:
+            count = count_of
+        dtype = getattr(datatype, 'dtype', None)
+        if dtype is None:
+            raise not_simulated('Win.{} with target datatype {!r}'.format(
+                op, datatype))
+        if dtype != buf.datatype.dtype:
+            raise MPIException(ERR_TYPE, 'Win.{}: origin holds {} but the '
+                               'target datatype is {}'.format(
+                                   op, buf.datatype.name, datatype.name))
+        nbytes = count * dtype.itemsize
+        if shared.flavor == FLAVOR_DYNAMIC:
+            memory, offset = self._region(target_rank, disp, nbytes, op)
+        else:
+            memory = shared.memories[target_rank]
+            offset = disp * shared.disp_units[target_rank]
+        if disp < 0 or offset + nbytes > memory.nbytes:
+            raise MPIException(ERR_RMA_RANGE, 'Win.{}: {} bytes at '
+                               'displacement {} fall outside the {} bytes of '
+                               'rank {}\'s window'.format(
+                                   op, nbytes, disp, memory.nbytes,
+                                   target_rank))
+        if count > buf.count and op not in ('Get', 'Rget'):
+            raise MPIException(ERR_TYPE, 'Win.{}: target count {} but the '
+                               'origin holds {}'.format(op, count,
+                                                        buf.count))
+        view = memory[offset:offset + nbytes].view(dtype)
+        return buf, view
+
+    def _region(self, rank, address, nbytes, op):
+        for start, array in self._s.regions[rank]:
+            if start <= address and address + nbytes <= start + array.nbytes:
+                return array, address - start
+        raise MPIException(ERR_RMA_RANGE, 'Win.{}: address {:#x} of rank '
+                           '{} is in no attached memory'.format(
+                               op, address, rank))
+
+    def _changed(self):
+        world = self._s.world
+        with world.lock:
+            world.version += 1
+
+    def Put(self, origin, target_rank, target=None):
+        """Write ``origin`` into ``target_rank``'s window."""
+        buf, view = self._target('Put', origin, target_rank, target)
+        if view is None:
+            return
+        with self._s.mutex:
+            view[...] = buf.data[:view.size]
+        self._changed()
+
+    def Get(self, origin, target_rank, target=None):
+        """Read ``target_rank``'s window into ``origin``."""
+        buf, view = self._target('Get', origin, target_rank, target)
+        if view is None:
+            return
+        if view.size > buf.count:
+            raise MPIException(ERR_TYPE, 'Win.Get: {} elements do not fit '
+                               'the origin\'s {}'.format(view.size,
+                                                         buf.count))
+        with self._s.mutex:
+            buf.data[:view.size] = view
+
+    def _apply(self, view, operand, op):
+        if op == _NO_OP:
+            return
+        if op == _REPLACE:
+            view[...] = operand
+            return
+        if not op.is_predefined:
+            raise MPIException(ERR_OP, 'Win: user-defined op {!r} in an '
+                               'accumulate'.format(op))
+        op.reduce_into(view, operand)
+
+    def Accumulate(self, origin, target_rank, target=None, op=None):
+        """``target = target op origin``, atomically per element."""
+        op = OP_NAMES['SUM'] if op is None else op
+        buf, view = self._target('Accumulate', origin, target_rank, target)
+        if view is None:
+            return
+        with self._s.mutex:
+            self._apply(view, buf.data[:view.size], op)
+        self._changed()
+
+    def Get_accumulate(self, origin, result, target_rank, target=None,
+                       op=None):
+        """Fetch the target into ``result``, then accumulate ``origin``."""
+        op = OP_NAMES['SUM'] if op is None else op
+        buf, view = self._target('Get_accumulate', origin, target_rank,
+                                 target)
+        origin_data = None if view is None or op == _NO_OP else \
+            buf.data[:view.size]
+        if view is None:
+            return
+        out = parse(result, 'Win.Get_accumulate result buffer')
+        if out.count < view.size or out.datatype.dtype != view.dtype:
+            raise MPIException(ERR_TYPE, 'Win.Get_accumulate: result '
+                               'buffer does not hold {} {}'.format(
+                                   view.size, view.dtype))
+        with self._s.mutex:
+            out.data[:view.size] = view
+            if origin_data is not None:
+                self._apply(view, origin_data, op)
+        if op != _NO_OP:
+            self._changed()
+
+    def Fetch_and_op(self, origin, result, target_rank, target_disp=0,
+                     op=None):
+        """Get_accumulate of one element at ``target_disp``."""
+        op = OP_NAMES['SUM'] if op is None else op
+        buf, view = self._target('Fetch_and_op', origin, target_rank,
+                                 (target_disp,), count_of=1)
+        if view is None:
+            return
+        out = parse(result, 'Win.Fetch_and_op result buffer')
+        with self._s.mutex:
+            out.data[:1] = view
+            if op != _NO_OP:
+                self._apply(view, buf.data[:1], op)
+        if op != _NO_OP:
+            self._changed()
+
+    def Compare_and_swap(self, origin, compare, result, target_rank,
+                         target_disp=0):
+        """Store ``origin`` at the target if it equals ``compare``; the
+        old value goes to ``result``."""
+        buf, view = self._target('Compare_and_swap', origin, target_rank,
+                                 (target_disp,), count_of=1)
+        if view is None:
+            return
+        expected = parse(compare, 'Win.Compare_and_swap compare buffer')
+        out = parse(result, 'Win.Compare_and_swap result buffer')
+        with self._s.mutex:
+            old = view[0].copy()
+            out.data[:1] = old
+            if old == expected.data[0]:
+                view[0] = buf.data[0]
+        self._changed()
+
+    # Request-based operations complete at the call.
+    def Rput(self, origin, target_rank, target=None):
+        """Put, returning a completed request."""
+        self._in_passive_epoch('Rput')
+        self.Put(origin, target_rank, target)
+        return Request()
+
+    def Rget(self, origin, target_rank, target=None):
+        """Get, returning a completed request."""
+        self._in_passive_epoch('Rget')
+        self.Get(origin, target_rank, target)
+        return Request()
+
+    def Raccumulate(self, origin, target_rank, target=None, op=None):
+        """Accumulate, returning a completed request."""
+        self._in_passive_epoch('Raccumulate')
+        self.Accumulate(origin, target_rank, target, op)
+        return Request()
+
+    def Rget_accumulate(self, origin, result, target_rank, target=None,
+                        op=None):
+        """Get_accumulate, returning a completed request."""
+        self._in_passive_epoch('Rget_accumulate')
+        self.Get_accumulate(origin, result, target_rank, target, op)
+        return Request()
+
+
+def _comm_or_self(comm):
+    if comm is None:
+        import simulator.mpi as mpi
+        return mpi.COMM_SELF
+    return comm
+
+
+WIN_NULL = Win()

@@ -1,0 +1,183 @@
+"""Conformance: RMA windows (``MPI.Win``) give Open MPI's results.
+
+Each test runs in-process on the simulator and under ``mpiexec`` on Open
+MPI with the same assertions: active target (Fence) and passive target
+(Lock, Lock_all) epochs, Put / Get / Accumulate / Get_accumulate /
+Fetch_and_op / Compare_and_swap, request-based operations, attributes,
+and the errors of operations outside an epoch or outside the window.
+"""
+import array
+
+import numpy as np
+import pytest
+
+SIZES = (1, 2, 3)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_fence_put_get_ring(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    right = (rank + 1) % size
+    mem = np.full(4, -1, dtype='i')
+    win = MPI.Win.Create(mem, mem.itemsize, comm=mpi_comm)
+    try:
+        win.Fence()
+        win.Put(np.arange(4, dtype='i') + 10 * rank, right)
+        win.Fence()
+        left = (rank - 1) % size
+        assert mem.tolist() == [10 * left + i for i in range(4)]
+        got = np.zeros(2, dtype='i')
+        win.Get(got, right, (2, 2, MPI.INT))
+        win.Fence(MPI.MODE_NOSUCCEED)
+        assert got.tolist() == [10 * rank + 2, 10 * rank + 3]
+    finally:
+        win.Free()
+    assert win == MPI.WIN_NULL
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_accumulate_sums_every_rank(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    count = 3 if rank == 0 else 0
+    win = MPI.Win.Allocate(count * 8, 8, comm=mpi_comm)
+    try:
+        # MPI leaves allocated window memory uninitialised.
+        np.frombuffer(win.tomemory(), dtype='d')[:] = 0
+        win.Fence()
+        win.Accumulate(np.array([rank, 1, 2 * rank], dtype='d'), 0,
+                       op=MPI.SUM)
+        win.Fence()
+        if rank == 0:
+            local = np.frombuffer(win.tomemory(), dtype='d')
+            total = size * (size - 1) / 2
+            assert local.tolist() == [total, size, 2 * total]
+        mpi_comm.Barrier()
+        win.Fence()
+        result = np.zeros(3, dtype='d')
+        win.Get_accumulate(np.ones(3, dtype='d'), result, 0, op=MPI.MAX)
+        win.Fence()
+        assert result[1] in (size, 1.0)
+    finally:
+        win.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_lock_fetch_and_op_counter(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    win = MPI.Win.Allocate(4 if rank == 0 else 0, 4, comm=mpi_comm)
+    try:
+        if rank == 0:
+            win.Lock(0)
+            win.Put(array.array('i', [100]), 0)
+            win.Unlock(0)
+        mpi_comm.Barrier()
+        one, prev = array.array('i', [1]), array.array('i', [0])
+        win.Lock(0, MPI.LOCK_SHARED)
+        win.Fetch_and_op(one, prev, 0, 0, MPI.SUM)
+        win.Unlock(0)
+        tickets = mpi_comm.allgather(prev[0])
+        assert sorted(tickets) == list(range(100, 100 + size))
+        mpi_comm.Barrier()
+        final = array.array('i', [0])
+        win.Lock(0, MPI.LOCK_SHARED)
+        win.Fetch_and_op(one, final, 0, 0, MPI.NO_OP)
+        win.Unlock(0)
+        assert final[0] == 100 + size
+    finally:
+        win.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_compare_and_swap_elects_one_rank(mpi_comm, MPI):
+    rank = mpi_comm.Get_rank()
+    win = MPI.Win.Allocate(8, 8, comm=mpi_comm)
+    try:
+        win.Lock_all()
+        win.Accumulate(np.array([-1], 'q'), rank, op=MPI.REPLACE)
+        win.Flush(rank)
+        win.Unlock_all()
+        mpi_comm.Barrier()
+        old = np.zeros(1, 'q')
+        win.Lock_all()
+        win.Compare_and_swap(np.array([rank], 'q'), np.array([-1], 'q'),
+                             old, 0, 0)
+        win.Flush_all()
+        win.Unlock_all()
+        winners = mpi_comm.allgather(int(old[0]) == -1)
+        assert winners.count(True) == 1
+        mpi_comm.Barrier()
+        value = np.zeros(1, 'q')
+        win.Lock(0, MPI.LOCK_SHARED)
+        request = win.Rget(value, 0)
+        request.Wait()
+        win.Unlock(0)
+        assert value[0] == winners.index(True)
+    finally:
+        win.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_window_attributes(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    win = MPI.Win.Allocate(16, 4, comm=mpi_comm)
+    try:
+        assert win.Get_attr(MPI.WIN_SIZE) == 16
+        assert win.Get_attr(MPI.WIN_DISP_UNIT) == 4
+        assert win.Get_attr(MPI.WIN_CREATE_FLAVOR) == MPI.WIN_FLAVOR_ALLOCATE
+        assert win.Get_attr(MPI.WIN_MODEL) == MPI.WIN_UNIFIED
+        assert win.group_size == size and win.group_rank == rank
+        assert win.Get_group().Get_size() == size
+        assert memoryview(win).nbytes == 16
+        assert win and MPI.WIN_NULL != win and not MPI.WIN_NULL
+    finally:
+        win.Free()
+    MPI.WIN_NULL.free()     # lowercase free leaves a null window alone
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_synchronisation_errors(mpi_comm, MPI):
+    win = MPI.Win.Allocate(8, 1, comm=mpi_comm)
+    try:
+        for call in (lambda: win.Unlock(0), win.Unlock_all):
+            with pytest.raises(MPI.Exception) as err:
+                call()
+            assert err.value.Get_error_class() == MPI.ERR_RMA_SYNC
+        win.Lock(0, MPI.LOCK_SHARED)
+        with pytest.raises(MPI.Exception) as err:
+            win.Lock(0, MPI.LOCK_SHARED)
+        assert err.value.Get_error_class() == MPI.ERR_RMA_SYNC
+        with pytest.raises(TypeError):
+            win.Put(None, 0)
+        with pytest.raises(TypeError):
+            win.Fetch_and_op(None, np.zeros(1, 'i'), 0, 0, MPI.NO_OP)
+        win.Unlock(0)
+    finally:
+        win.Free()
+    for call in (MPI.WIN_NULL.Fence, MPI.WIN_NULL.Free):
+        with pytest.raises(MPI.Exception) as err:
+            call()
+        assert err.value.Get_error_class() == MPI.ERR_WIN
+
+
+# Simulator only: Open MPI lets these erroneous programs through (a Put
+# outside any epoch, or past the end of the target's window, silently
+# writes memory), the simulator reports them.
+@pytest.mark.mpi(sizes=SIZES)
+def test_erroneous_access_is_reported(mpi_comm, MPI, simulated):
+    if not simulated:
+        pytest.skip('Open MPI does not check RMA epochs or window bounds')
+    win = MPI.Win.Allocate(8, 1, comm=mpi_comm)
+    try:
+        with pytest.raises(MPI.Exception, match='outside an access '
+                           'epoch') as err:
+            win.Put(np.zeros(1, 'i'), 0)
+        assert err.value.Get_error_class() == MPI.ERR_RMA_SYNC
+        win.Lock(0, MPI.LOCK_SHARED)
+        for count, disp in ((4, 0), (1, 6)):
+            with pytest.raises(MPI.Exception, match='outside the 8 bytes') \
+                    as err:
+                win.Put(np.zeros(count, 'i'), 0, disp)
+            assert err.value.Get_error_class() == MPI.ERR_RMA_RANGE
+        win.Unlock(0)
+    finally:
+        win.Free()
