@@ -14,7 +14,7 @@ The operation kinds live in :mod:`simulator.fuzz.model` and beside it.
 """
 import inspect
 
-from simulator.fuzz import coll, comm_ops, icoll, obj, p2p, runtime
+from simulator.fuzz import coll, comm_ops, icoll, loc, obj, p2p, runtime
 from simulator.fuzz.model import Builder
 
 __all__ = ['FAMILIES', 'generate', 'parse_families', 'random_op',
@@ -67,6 +67,7 @@ FAMILIES = {
     'obj': [(f, 2) for f in obj.OPS],
     'p2p': [(f, 4) for f in p2p.OPS],
     'icoll': [(f, 6) for f in icoll.OPS],
+    'loc': [(f, 2) for f in loc.OPS],
 }
 
 

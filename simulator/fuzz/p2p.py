@@ -159,7 +159,10 @@ def _blocking_send(rng, m, k):
 
 def _blocking_recv(rng, m, k):
     label = 'm{}'.format(m.index)
-    how = rng.choice(('plain', 'plain', 'probe', 'iprobe', 'irecv'))
+    how = rng.choice(('plain', 'plain', 'probe', 'iprobe', 'irecv',
+                      'mprobe', 'improbe'))
+    if how in ('mprobe', 'improbe'):
+        return _matched_recv(rng, m, k, how)
     lines = ['st = MPI.Status()']
     if how == 'probe':
         lines.append('c.{}({}, status=st)'.format(
@@ -187,6 +190,45 @@ def _blocking_recv(rng, m, k):
         lines.append('c.Recv({}, {}, status=st)'.format(
             spec(rng, 'buf', m.dtype), m.recv_args()))
     return lines + ['rec({}, {!r}, buf)'.format(k, label),
+                    _STATUS.format(k=k, label=label + '-status', st='st',
+                                   buf='buf')]
+
+
+def _matched_recv(rng, m, k, how):
+    """A matched probe (Mprobe, or an Improbe loop) and the receive of
+    the message it took (Recv / Irecv on the Message)."""
+    label = 'm{}'.format(m.index)
+    probe = ('mprobe' if m.objects else 'Mprobe') if how == 'mprobe' else \
+        ('improbe' if m.objects else 'Improbe')
+    lines = ['st = MPI.Status()']
+    if how == 'mprobe':
+        lines.append('msg = c.{}({}, status=st)'.format(probe,
+                                                       m.recv_args()))
+    else:
+        lines += ['msg = None',
+                  'while msg is None:',
+                  '    msg = c.{}({}, status=st)'.format(probe,
+                                                         m.recv_args())]
+    lines.append('rec_status({}, {!r}, st)'.format(k, label + '-probe'))
+    irecv = rng.random() < 0.5
+    if m.objects:
+        lines.append('got = msg.irecv().wait(st)' if irecv else
+                     'got = msg.recv(status=st)')
+        return lines + ['rec({}, {!r}, got)'.format(k, label),
+                        'rec({}, {!r}, msg == MPI.MESSAGE_NULL)'.format(
+                            k, label + '-null'),
+                        'rec_status({}, {!r}, st)'.format(
+                            k, label + '-status')]
+    lines.append('buf = fill({!r}, {})'.format(m.dtype, m.cap))
+    if irecv:
+        lines.append('msg.Irecv({}).Wait(st)'.format(
+            spec(rng, 'buf', m.dtype)))
+    else:
+        lines.append('msg.Recv({}, status=st)'.format(
+            spec(rng, 'buf', m.dtype)))
+    return lines + ['rec({}, {!r}, buf)'.format(k, label),
+                    'rec({}, {!r}, msg == MPI.MESSAGE_NULL)'.format(
+                        k, label + '-null'),
                     _STATUS.format(k=k, label=label + '-status', st='st',
                                    buf='buf')]
 
@@ -315,6 +357,12 @@ def op_proc_null(b):
         'rec_status({}, "obj-status", st)'.format(k),
         'rec({}, "sendrecv", c.sendrecv(1, MPI.PROC_NULL, '
         'source=MPI.PROC_NULL))'.format(k),
+        'msg = c.Mprobe(MPI.PROC_NULL, 5, status=st)',
+        'rec({}, "mprobe", (msg == MPI.MESSAGE_NO_PROC, bool(msg), '
+        'st.Get_source(), st.Get_tag(), st.Get_count()))'.format(k),
+        'msg.Recv(buf, status=st)',
+        'rec({}, "mrecv", (msg == MPI.MESSAGE_NO_PROC, '
+        'msg == MPI.MESSAGE_NULL, st.Get_source()))'.format(k),
         'req = c.Irecv(buf, MPI.PROC_NULL)',
         'rec({}, "irecv", (req.Test(st), st.Get_source(), '
         'st.Get_tag()))'.format(k),

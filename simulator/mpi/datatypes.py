@@ -355,7 +355,9 @@ def _view_as(flat, datatype, where):
     if datatype.dtype is None or flat.dtype == datatype.dtype:
         return flat
     nbytes = flat.nbytes
-    if nbytes % datatype.Get_size():
+    # Whole elements of the extent: a DOUBLE_INT array is 16 bytes an
+    # element (the C struct's padding) though MPI counts 12 of data.
+    if nbytes % datatype.dtype.itemsize:
         raise ValueError('{}: buffer of {} bytes is not a whole number of '
                          '{} elements'.format(where, nbytes, datatype.name))
     return flat.view(np.uint8).view(datatype.dtype)

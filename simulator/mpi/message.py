@@ -181,7 +181,9 @@ class MatchedProbes:
         tag = self._tag(tag, True)
         if source == PROC_NULL:
             _no_proc_status(status)
-            return MESSAGE_NO_PROC
+            # A fresh handle equal to MESSAGE_NO_PROC: receiving from it
+            # makes it MESSAGE_NULL, as MPI_Mrecv does.
+            return _copy_of(_NO_PROC)
         world = s.world
         record = CallRecord(op, s.world_rank, source, tag, s.name,
                             raw=capture(3))
