@@ -19,6 +19,7 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   Chainer's ``global_config``) and mappings
   (:func:`register_private_mapping`, e.g. CuPy's per-device generators),
   applied when their module is imported, so the simulator imports none;
+- the ``warnings`` filters (see :mod:`simulator.engine.rank_warnings`);
 - ``os._exit(n)`` ends the calling rank with status n (see
   :class:`ProcessExit`), not the simulator's process.
 
@@ -35,6 +36,7 @@ import types
 
 import numpy as np
 
+from simulator.engine import rank_warnings
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import find_spec_without
 from simulator.engine.patches import PatchSet
@@ -477,6 +479,8 @@ def _install():
         extra=('seed',)))
     undo.append(_swap_generator_functions(
         random, random._inst, lambda s: s.python_random))
+
+    undo.append(rank_warnings.install(process_state))
 
     hook = _RegisteredImportHook()
     sys.meta_path.insert(0, hook)

@@ -78,6 +78,27 @@ def test_chainer_global_config_set_by_one_rank_stays_there(mpi_comm):
             del chainer.global_config.simulator_test_flag
 
 
+@pytest.mark.mpi(sizes=(1, 3))
+def test_warning_filters_set_by_one_rank_stay_there(mpi_comm):
+    # Each rank's catch_warnings block keeps its own filter while the
+    # others enter and leave theirs (a process each, as under mpiexec).
+    import warnings
+    action = 'error' if mpi_comm.rank % 2 == 0 else 'ignore'
+    before = list(warnings.filters)
+    with warnings.catch_warnings():
+        warnings.simplefilter(action)
+        mpi_comm.Barrier()
+        time.sleep(0.01 * mpi_comm.rank)
+        try:
+            warnings.warn('per-rank filter', UserWarning)
+            raised = False
+        except UserWarning:
+            raised = True
+        mpi_comm.Barrier()
+    assert raised == (action == 'error')
+    assert warnings.filters == before
+
+
 def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
     def draw(comm):
         return np.random.rand(), random.random()
@@ -92,6 +113,8 @@ def test_outside_a_run_everything_is_the_process_own():
     simulator.run(lambda comm: np.random.seed(comm.rank), 2)
     assert np.random.rand is shared_rand
     assert type(sys) is type(os)
+    import warnings
+    assert type(warnings) is type(os)
     assert isinstance(os.environ, os._Environ)
     assert type(chainer.global_config) is chainer.configuration.GlobalConfig
 
