@@ -99,6 +99,24 @@ def test_script_arguments_and_numpy_buffers_match_mpiexec():
         p for _, p in _payloads(real.stdout))
 
 
+@pytest.mark.parametrize('size', [1, 3])
+def test_mpi4py_util_script_runs_over_simulated_windows(size):
+    # mpi4py.util.sync (pure Python over MPI.Win) imported per rank.
+    script = _script('util_sync_counter.py')
+    simulated = _simulate(size, script)
+    assert simulated.returncode == 0, simulated.stderr
+    found = _payloads(simulated.stdout)
+    _assert_prefixes_name_ranks(found)
+    expected = 5 * size * (size + 1) // 2
+    assert sorted(p for _, p in found) == [
+        'OUT rank={} total={} expected={}'.format(r, expected, expected)
+        for r in range(size)]
+    real = _mpiexec(size, script)
+    assert real.returncode == 0, real.stderr
+    assert sorted(p for _, p in found) == sorted(
+        p for _, p in _payloads(real.stdout))
+
+
 def test_module_mode_runs_as_main():
     simulated = _simulate(2, '-m', 'hello_ring')
     assert simulated.returncode == 0, simulated.stderr
