@@ -18,13 +18,14 @@ from simulator.mpi.commctx import (_comm_lock, _comm_lock_table,
                                    _commctx_inter, _commctx_intra)
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
-                                     Datatype, from_dtype)
+                                     Compute_dims, Datatype, from_dtype)
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
                                    INFO_NULL, Errhandler, Info)
 from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.pickling import Pickle, pickle
+from simulator.mpi.packing import install as _install_packing
 from simulator.mpi.prequest import Prequest
 from simulator.mpi.request import REQUEST_NULL, Request, Status
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
@@ -49,12 +50,13 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
-            '_commctx_inter']
+            '_commctx_inter', 'Compute_dims']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
 
 globals().update(DATATYPE_NAMES)
+_install_packing()
 globals().update(OP_NAMES)
 globals().update(_VALUES)
 globals().update(_UNSUPPORTED)
@@ -245,6 +247,6 @@ def Iflush_buffer():
 
 def Get_address(location):
     """The address of a buffer's first byte."""
-    from simulator.mpi.datatypes import parse
+    from simulator.mpi.msgspec import parse
     data = parse(location, 'Get_address').data
     return data.__array_interface__['data'][0]

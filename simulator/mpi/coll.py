@@ -18,7 +18,7 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.errors import CollectiveMismatchError
 from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.datatypes import Buffer, parse, parse_send, parse_vector
+from simulator.mpi.msgspec import Buffer, parse, parse_send, parse_vector
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi import pickling
 from simulator.mpi.request import Request
@@ -330,8 +330,7 @@ def _alltoall(self, op, sendbuf, recvbuf):
     vector = op.endswith('v')
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
                         vector=vector)
-    send = parse_send(sendbuf, '{} send buffer'.format(op))
-    if send.in_place:
+    if sendbuf is None or isinstance(sendbuf, InPlaceType):
         # Others read our blocks while we overwrite them: send a snapshot.
         send = parse_vector([recv.data.copy(), recv.counts, recv.displs,
                              recv.datatype], size, op)
@@ -500,6 +499,12 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     in_place = send.in_place
     source = recv.data if in_place else send.data
     _check_op(op, source.dtype, op_name)
+    if counts is None and op_name.endswith('Reduce_scatter') and \
+            not in_place:
+        # mpi4py learns the counts with an Allgather of the receive
+        # buffers' counts, a collective of its own on the communicator.
+        counts = np.empty(size, np.int64)
+        self.Allgather(np.array([recv.count], np.int64), counts)
     uniform = counts is None
     if uniform:
         if source.size < recv.count * size and not in_place:
@@ -509,6 +514,9 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
         block = (source.size // size) if in_place else recv.count
         counts = [block] * size
     counts = [int(c) for c in counts]
+    if not uniform and not in_place and send.count != sum(counts):
+        raise ValueError('mismatch in send count {} and sum(counts) '
+                         '{}'.format(send.count, sum(counts)))
     if not uniform and not in_place and recv.count != counts[s.rank]:
         # mpi4py checks this before communicating, on every rank.
         raise ValueError('mismatch in receive count {} and counts[{}] '

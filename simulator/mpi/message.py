@@ -11,7 +11,7 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_REQUEST
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
-from simulator.mpi.datatypes import Buffer, parse
+from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest
 from simulator.mpi.request import Request
 

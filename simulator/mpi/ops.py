@@ -111,7 +111,7 @@ class Op:
 
     def Reduce_local(self, inbuf, inoutbuf):
         """``inoutbuf = inbuf op inoutbuf`` elementwise, locally."""
-        from simulator.mpi.datatypes import parse
+        from simulator.mpi.msgspec import parse
         source = parse(inbuf, 'Reduce_local input buffer')
         target = parse(inoutbuf, 'Reduce_local input/output buffer')
         if source.datatype != target.datatype:

@@ -8,6 +8,8 @@ with mpi4py's errors. The mixin relies on ``Comm``'s ``_s`` (the rank's
 :class:`~simulator.engine.communicator.CommState`) and argument checks.
 """
 
+import numpy as np
+
 from simulator.engine import activity, p2p
 from simulator.engine.reports import Report
 from simulator.engine.trace import CallRecord, capture
@@ -15,8 +17,8 @@ from simulator.errors import MessageMismatchError, UnmatchedMessageError
 from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
-from simulator.mpi.datatypes import parse
 from simulator.mpi import pickling
+from simulator.mpi.msgspec import parse
 from simulator.mpi.request import Request
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER']
@@ -84,6 +86,21 @@ class RecvRequest(Request):
         data = msg.payload
         record = self._activity.record
         comm_name = self._activity.comm_name
+        if buf.datatype.dtype != data.dtype and (
+                _untyped(buf.datatype) or _untyped(msg.datatype)):
+            # MPI_BYTE / MPI_PACKED carry any data as its bytes.
+            raw = data.view(np.uint8).reshape(-1)
+            room = buf.data[:buf.count].view(np.uint8).reshape(-1)
+            if raw.size > room.size:
+                raise MPIException(ERR_TRUNCATE, 'rank {}: {} of {} bytes '
+                                   'cannot hold the {} sent by rank {} with '
+                                   'tag {} on {}'.format(
+                                       record.rank, record.op, room.size,
+                                       raw.size, msg.source, msg.tag,
+                                       comm_name))
+            room[:raw.size] = raw
+            buf.flush()
+            return
         if buf.datatype.dtype != data.dtype:
             raise MessageMismatchError(
                 'rank {} {}: receive buffer holds {} ({}) but the message '
@@ -101,6 +118,12 @@ class RecvRequest(Request):
                                    data.size, msg.source, msg.tag,
                                    comm_name))
         buf.data[:data.size] = data
+        buf.flush()
+
+
+def _untyped(datatype):
+    return datatype is not None and datatype.name in ('MPI_BYTE',
+                                                      'MPI_PACKED')
 
 
 class PointToPoint:
@@ -168,7 +191,7 @@ class PointToPoint:
         return request
 
     def _send_buffer(self, op, buf, dest, tag, sync=False):
-        b = parse(buf, op) if buf is not None else \
+        b = parse(buf, op, packed=True) if buf is not None else \
             parse([None, 0, 'B'], op)
         return self._isend(op, BUFFER, b.data[:b.count].copy(), b.datatype,
                            dest, tag, sync)
@@ -257,22 +280,23 @@ class PointToPoint:
              status=None):
         """Receive into a buffer."""
         b = parse(buf if buf is not None else [None, 0, 'B'],
-                  'Recv buffer')
+                  'Recv buffer', writable=True, packed=True)
         self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving into a buffer."""
         b = parse(buf if buf is not None else [None, 0, 'B'],
-                  'Irecv buffer')
+                  'Irecv buffer', writable=True, packed=True)
         return self._irecv('Irecv', BUFFER, b, source, tag)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0,
                  recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG,
                  status=None):
         """Send one buffer and receive another."""
-        sreq = self._send_buffer('Sendrecv', sendbuf, dest, sendtag)
+        # mpi4py reads the receive buffer first: a bad one sends nothing.
         b = parse(recvbuf if recvbuf is not None else [None, 0, 'B'],
-                  'Sendrecv receive buffer')
+                  'Sendrecv receive buffer', writable=True, packed=True)
+        sreq = self._send_buffer('Sendrecv', sendbuf, dest, sendtag)
         self._irecv('Sendrecv', BUFFER, b, source, recvtag).Wait(status)
         sreq.Wait()
 
@@ -281,7 +305,7 @@ class PointToPoint:
         """Send a buffer, then receive into the same buffer."""
         sreq = self._send_buffer('Sendrecv_replace', buf, dest, sendtag)
         b = parse(buf if buf is not None else [None, 0, 'B'],
-                  'Sendrecv_replace buffer')
+                  'Sendrecv_replace buffer', writable=True, packed=True)
         self._irecv('Sendrecv_replace', BUFFER, b, source,
                     recvtag).Wait(status)
         sreq.Wait()

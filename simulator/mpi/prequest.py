@@ -6,7 +6,7 @@ operation through the same code path as ``Isend``/``Irecv``; waiting and
 testing go to that operation. Between completion and the next Start the
 request is inactive, not null: it keeps its handle, as in MPI.
 """
-from simulator.mpi.datatypes import Buffer, parse
+from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.datatypes import DATATYPE_NAMES
 from simulator.mpi.p2p import BUFFER
 from simulator.mpi.request import Request

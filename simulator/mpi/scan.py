@@ -13,7 +13,7 @@ from simulator.mpi.coll import (_check_blocks, _check_op,
                                 _check_same_datatype, _run)
 from simulator.mpi.constants import ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.datatypes import parse, parse_send
+from simulator.mpi.msgspec import parse, parse_send
 from simulator.mpi.ops import OP_NAMES
 
 __all__ = ['Scans']

@@ -35,7 +35,7 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.mpi.constants import ERR_ARG, ERR_OP, ERR_RANK, ERR_TYPE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
-from simulator.mpi.datatypes import parse
+from simulator.mpi.msgspec import parse
 from simulator.mpi.group import Group
 from simulator.mpi.handles import INFO_NULL, Info
 from simulator.mpi.ops import OP_NAMES
