@@ -14,7 +14,8 @@ The operation kinds live in :mod:`simulator.fuzz.model` and beside it.
 """
 import inspect
 
-from simulator.fuzz import coll, comm_ops, icoll, loc, obj, p2p, runtime
+from simulator.fuzz import (coll, comm_ops, groups, icoll, loc, obj, p2p,
+                            persist, runtime)
 from simulator.fuzz.model import Builder
 
 __all__ = ['FAMILIES', 'generate', 'parse_families', 'random_op',
@@ -66,8 +67,10 @@ FAMILIES = {
     'coll': [(f, 3) for f in coll.OPS],
     'obj': [(f, 2) for f in obj.OPS],
     'p2p': [(f, 4) for f in p2p.OPS],
+    'groups': [(f, 2) for f in groups.OPS],
     'icoll': [(f, 6) for f in icoll.OPS],
     'loc': [(f, 2) for f in loc.OPS],
+    'persist': [(f, 3) for f in persist.OPS],
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 from simulator import fuzz
 from simulator.fuzz.gen import FAMILIES, parse_families
 
-NEW = ('icoll', 'loc')
+NEW = ('icoll', 'loc', 'persist', 'groups')
 
 
 @pytest.mark.parametrize('family', NEW)
