@@ -234,6 +234,9 @@ def op_alltoall(b):
         return
     matrix = [[pick_count(rng, big=False) for _ in range(size)]
               for _ in range(size)]
+    # Alltoallw (byte displacements, a datatype per block) not on one
+    # rank: Open MPI 5 scales its displacements by the type size there.
+    w = size > 1 and rng.random() < 0.4
     lines = []
     for i in range(size):
         sendcounts = matrix[i]
@@ -242,13 +245,20 @@ def op_alltoall(b):
         rd, rtotal, rpacked = _packed_or_gapped(rng, recvcounts)
         lines += ['{} r == {}:'.format('if' if i == 0 else 'elif', i),
                   '    s = data({}, r, {!r}, {})'.format(k, dt, stotal),
-                  '    rb = fill({!r}, {})'.format(dt, rtotal),
-                  '    c.Alltoallv({}, {})'.format(
-                      _vector_spec(rng, 's', sendcounts, sd, dt, spacked),
-                      _vector_spec(rng, 'rb', recvcounts, rd, dt,
-                                   rpacked))]
+                  '    rb = fill({!r}, {})'.format(dt, rtotal)]
+        if w:
+            lines += ['    t = MPI._typedict[s.dtype.char]',
+                      '    c.Alltoallw([s, {!r}, [d * s.itemsize for d in '
+                      '{!r}], [t] * {}], [rb, {!r}, [d * rb.itemsize for d '
+                      'in {!r}], [t] * {}])'.format(
+                          sendcounts, sd, size, recvcounts, rd, size)]
+        else:
+            lines.append('    c.Alltoallv({}, {})'.format(
+                _vector_spec(rng, 's', sendcounts, sd, dt, spacked),
+                _vector_spec(rng, 'rb', recvcounts, rd, dt, rpacked)))
     lines.append('rec({}, "rb", rb)'.format(k))
-    b.on_entity(e, 'Alltoallv {} matrix={}'.format(dt, matrix), lines)
+    b.on_entity(e, '{} {} matrix={}'.format(
+        'Alltoallw' if w else 'Alltoallv', dt, matrix), lines)
 
 
 def op_reduce_scatter(b):
