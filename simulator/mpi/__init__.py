@@ -109,6 +109,7 @@ class _RankLocalComm(Intracomm):
     """``COMM_WORLD`` / ``COMM_SELF``: the calling rank's communicator."""
 
     __module__ = 'simulator.mpi'
+    _rank_local = True
 
     def __init__(self, label):
         self._label = label

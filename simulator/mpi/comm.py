@@ -266,10 +266,14 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         if s.world.clock is not None:
             s.world.clock.collective(s.world_rank, slot)
         coll.leave(s, slot)
-        return self._new(CommState(s.world, (s.ctx, seq, 'dup'),
-                                   s.group, s.rank,
-                                   '{}.Dup#{}'.format(s.name, seq),
-                                   title=''))
+        state = CommState(s.world, (s.ctx, seq, 'dup'), s.group, s.rank,
+                          '{}.Dup#{}'.format(s.name, seq), title='')
+        # Dup keeps the handle's type, as mpi4py's (a pkl5.Intracomm's Dup
+        # is one), except the rank-local COMM_WORLD / COMM_SELF class.
+        cls = type(self)
+        if getattr(cls, '_rank_local', False):
+            return self._new(state)
+        return cls(state)
 
     Clone = Dup
 

@@ -109,7 +109,8 @@ def test_mpi4py_util_script_runs_over_simulated_windows(size):
     _assert_prefixes_name_ranks(found)
     expected = 5 * size * (size + 1) // 2
     assert sorted(p for _, p in found) == [
-        'OUT rank={} total={} expected={}'.format(r, expected, expected)
+        'OUT rank={} total={} expected={} tickets={}'.format(
+            r, expected, expected, list(range(100, 100 + size)))
         for r in range(size)]
     real = _mpiexec(size, script)
     assert real.returncode == 0, real.stderr
