@@ -570,6 +570,10 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
     _check_op(op, source.dtype, name)
     if at_root:
         _check_same_datatype(send, recv)
+        if not send.in_place and send.count != recv.count:
+            # mpi4py checks this at the root before communicating.
+            raise ValueError('mismatch in send count {} and receive count '
+                             '{}'.format(send.count, recv.count))
     out = recv.head(source.size) if at_root else None
 
     def combine(args):

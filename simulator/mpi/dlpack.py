@@ -103,11 +103,14 @@ def _check(tensor):
 
 
 def _host_readable(device_type, where):
-    """Device memory cannot be read here; without a GPU library loaded a
-    'device' tensor can only be host memory under another label."""
+    """Device memory cannot be read here. Without a GPU library loaded
+    (a module set to None is one blocked from loading) a 'device' tensor
+    can only be host memory under another label, which MPI reads too."""
     if device_type in (_CPU, _CUDA_HOST):
         return
-    if any(name in sys.modules for name in ('cupy', 'torch', 'jax')):
+    loaded = [n for n in ('cupy', 'torch', 'jax', 'numba')
+              if sys.modules.get(n) is not None]
+    if loaded:
         raise BufferError('{}: DLPack device type {} is not host memory '
                           '(the simulator moves host buffers only)'.format(
                               where, device_type))

@@ -379,7 +379,7 @@ def parse(spec, where='buffer', vector=False, writable=False,
     """
     if type(spec) is np.ndarray and spec.flags.c_contiguous and \
             (not writable or spec.flags.writeable) and \
-            spec.dtype.char in _FAST:
+            spec.dtype.char in _FAST and spec.dtype.isnative:
         flat = spec.reshape(-1)
         return Buffer(flat, _FAST[spec.dtype.char], flat.size)
     if isinstance(spec, InPlaceType):
@@ -465,7 +465,8 @@ def _vector(raw, obj, counts, displs, datatype, where, packed):
     def scale(v):
         if v is None:
             return None
-        if isinstance(v, (list, tuple, np.ndarray)):
+        if isinstance(v, (list, tuple)) or \
+                isinstance(v, np.ndarray) and v.ndim:
             return [_index(x, 'count') * per for x in v]
         return _index(v, 'count') * per
     buf.counts, buf.displs = scale(counts), scale(displs)

@@ -8,6 +8,8 @@ with mpi4py's errors. The mixin relies on ``Comm``'s ``_s`` (the rank's
 :class:`~simulator.engine.communicator.CommState`) and argument checks.
 """
 
+import warnings
+
 import numpy as np
 
 from simulator.engine import activity, p2p
@@ -121,6 +123,35 @@ class RecvRequest(Request):
         buf.flush()
 
 
+class _ProcNullRequest(Request):
+    """A send to PROC_NULL: an active request (true, unlike
+    REQUEST_NULL) that completes at once when waited on or tested."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self):
+        super().__init__()
+        self._done = False
+
+    def _waitable(self):
+        return None
+
+    def Get_status(self, status=None):
+        if status is not None and not self._done:
+            status._fill(PROC_NULL, ANY_TAG, 0)
+        return True
+
+    def wait(self, status=None):
+        if not self._done:
+            self._done = True
+            if status is not None:
+                status._fill(PROC_NULL, ANY_TAG, 0)
+        return None
+
+    def test(self, status=None):
+        return True, self.wait(status)
+
+
 def _untyped(datatype):
     return datatype is not None and datatype.name in ('MPI_BYTE',
                                                       'MPI_PACKED')
@@ -139,7 +170,7 @@ class PointToPoint:
                             raw=capture(3))
         world = s.world
         if dest == PROC_NULL:
-            return Request()
+            return _ProcNullRequest()
         msg = p2p.Message(s.rank, tag, kind, payload, datatype, record,
                           len(payload) if kind == OBJECT else
                           payload.nbytes)
@@ -218,6 +249,11 @@ class PointToPoint:
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive and return an object."""
+        if buf is not None:
+            # mpi4py sizes the receive by ``buf`` but warns; the simulator
+            # needs no size, so it only warns.
+            warnings.warn("the 'buf' argument is deprecated", UserWarning,
+                          stacklevel=2)
         return self._irecv('recv', OBJECT, None, source, tag,
                            True)._complete(status)
 
