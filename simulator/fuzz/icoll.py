@@ -203,11 +203,6 @@ def _ireduce(rng, k, j, e):
     n, root = pick_count(rng), rng.randrange(e.size)
     s, out = 's{}'.format(j), 'o{}'.format(j)
     call = rng.choice(('Ireduce', 'Iallreduce', 'Iscan', 'Iexscan'))
-    pof2 = 1 << (e.size.bit_length() - 1)
-    if call == 'Ireduce' and 0 < n < pof2 and e.size > 2:
-        # Open MPI's Ireduce order below pof2(size) elements is not
-        # reproduced yet (see reduction_order.ireduce_plan).
-        n = pof2
     in_place = rng.random() < 0.3
     lines = ['{} = data({}, r, {!r}, {}, {!r}, salt={})'.format(
                  s, k, dt, n, kind, j),

@@ -78,14 +78,18 @@ def test_ireduce_and_ireduce_scatter_sum_in_open_mpis_order(mpi_comm, MPI):
     # sums differ in the last bits unless the simulator follows them.
     rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
     inputs = [_floats(r, 4 * size) for r in range(size)]
-    count = 4 * size
     wrong = []
-    for root in range(size):
-        out = np.zeros(count)
-        mpi_comm.Ireduce(inputs[rank], out, op=MPI.SUM, root=root).Wait()
-        want = order.expected('Ireduce', inputs, MODEL_SUM, root=root)
-        if rank == root and out.tobytes() != want[root].tobytes():
-            wrong.append(('Ireduce', root))
+    # Below and from pof2(size) elements (binomial tree over ranks with
+    # the root swapped for 0, then Rabenseifner's).
+    for count in (1, 2, 3, 4 * size):
+        for root in range(size):
+            out = np.zeros(count)
+            mine = inputs[rank][:count]
+            mpi_comm.Ireduce(mine, out, op=MPI.SUM, root=root).Wait()
+            want = order.expected('Ireduce', [x[:count] for x in inputs],
+                                  MODEL_SUM, root=root)
+            if rank == root and out.tobytes() != want[root].tobytes():
+                wrong.append(('Ireduce', count, root))
     out = np.zeros(4)
     mpi_comm.Ireduce_scatter_block(inputs[rank], out, op=MPI.SUM).Wait()
     want = order.expected('Ireduce_scatter_block', inputs, MODEL_SUM)
