@@ -22,6 +22,7 @@ from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
                                    INFO_NULL, Errhandler, Info)
+from simulator.mpi.memory import buffer
 from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.pickling import Pickle, pickle
@@ -50,7 +51,7 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
-            '_commctx_inter', 'Compute_dims']
+            '_commctx_inter', 'Compute_dims', 'buffer']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
@@ -62,6 +63,7 @@ globals().update(_VALUES)
 globals().update(_UNSUPPORTED)
 globals().update(_REFUSED)
 Win = _Win     # simulated, unlike the other handle types
+memory = buffer
 FILE_NULL = _UNSUPPORTED['File']()
 SESSION_NULL = _UNSUPPORTED['Session']()
 ERRORS_ABORT = Errhandler('MPI_ERRORS_ABORT')

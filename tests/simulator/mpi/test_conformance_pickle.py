@@ -65,7 +65,7 @@ def test_dumps_oob_keeps_large_buffers_out_of_band(mpi_comm, MPI):
     large = np.arange(32, dtype='i')            # 128 bytes: out of band
     data, bufs = pkl.dumps_oob([small, large])
     assert type(data) is bytes and type(bufs) is list
-    assert len(bufs) == 1
+    assert len(bufs) == 1 and type(bufs[0]) is MPI.buffer
     assert memoryview(bufs[0]).nbytes == large.nbytes
     got = pkl.loads_oob(data, bufs)
     assert np.array_equal(got[0], small) and np.array_equal(got[1], large)
@@ -74,3 +74,17 @@ def test_dumps_oob_keeps_large_buffers_out_of_band(mpi_comm, MPI):
     data, bufs = pkl.dumps_oob(large)
     assert len(bufs) == 1
     assert np.array_equal(pkl.loads_oob(data, bufs), large)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_buffer_allocates_and_wraps_memory(mpi_comm, MPI):
+    buf = MPI.buffer.allocate(16, clear=True)
+    assert type(buf) is MPI.buffer and len(buf) == 16
+    assert bytes(memoryview(buf)) == bytes(16)
+    memoryview(buf)[:3] = b'abc'
+    assert memoryview(buf).tobytes()[:3] == b'abc'
+    array = np.zeros(4, 'i')
+    wrapped = MPI.buffer(array)
+    memoryview(wrapped).cast('i')[1] = 7        # the same memory
+    assert array.tolist() == [0, 7, 0, 0]
+    assert MPI.memory is MPI.buffer

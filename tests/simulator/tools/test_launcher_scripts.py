@@ -118,6 +118,20 @@ def test_mpi4py_util_script_runs_over_simulated_windows(size):
         p for _, p in _payloads(real.stdout))
 
 
+@pytest.mark.parametrize('size', [1, 3])
+def test_mpi4py_util_pkl5_script_matches_mpiexec(size):
+    script = _script('util_pkl5_ring.py')
+    simulated = _simulate(size, script)
+    assert simulated.returncode == 0, simulated.stderr
+    found = _payloads(simulated.stdout)
+    assert len(found) == size
+    _assert_prefixes_name_ranks(found)
+    real = _mpiexec(size, script)
+    assert real.returncode == 0, real.stderr
+    assert sorted(p for _, p in found) == sorted(
+        p for _, p in _payloads(real.stdout))
+
+
 def test_module_mode_runs_as_main():
     simulated = _simulate(2, '-m', 'hello_ring')
     assert simulated.returncode == 0, simulated.stderr

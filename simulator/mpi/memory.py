@@ -1,0 +1,105 @@
+"""``MPI.buffer`` (alias ``MPI.memory``): a writable byte buffer object.
+
+mpi4py hands such objects out where MPI gives memory: out-of-band pickle
+buffers (``MPI.pickle.dumps_oob``), receive buffers that
+``mpi4py.util.pkl5`` allocates (``buffer.allocate``). Here a buffer is a
+one-dimensional ``uint8`` NumPy array subclass: it exports the buffer
+protocol (``memoryview(buf)``, ``pickle.loads(..., buffers=[buf])``),
+wraps other memory without copying, and slices to buffers.
+
+A minimal version (the part ``pkl5`` and ``MPI.pickle`` use); the full
+``MPI.buffer`` belongs to the datatype/memory work on the facade.
+"""
+import ctypes
+
+import numpy as np
+
+__all__ = ['buffer', 'memory']
+
+
+class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
+    """Bytes of memory, as mpi4py's ``MPI.buffer``."""
+
+    __module__ = 'simulator.mpi'
+
+    def __new__(cls, buf=None):
+        if buf is None:
+            return np.empty(0, np.uint8).view(cls)
+        view = memoryview(buf)
+        array = np.frombuffer(view, np.uint8) if view.contiguous else None
+        if array is None:
+            raise ValueError('buffer: memory of {!r} is not contiguous'
+                             .format(type(buf).__name__))
+        return array.reshape(-1).view(cls)
+
+    @classmethod
+    def allocate(cls, nbytes, clear=False):
+        """``nbytes`` of new memory (zeroed if ``clear``)."""
+        if not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError('buffer.allocate: nbytes {!r} must be an int '
+                             '>= 0'.format(nbytes))
+        array = np.zeros(nbytes, np.uint8) if clear else \
+            np.empty(nbytes, np.uint8)
+        return array.view(cls)
+
+    @classmethod
+    def frombuffer(cls, obj, readonly=False):
+        """A buffer over ``obj``'s memory (no copy)."""
+        buf = cls(obj)
+        if readonly:
+            buf.flags.writeable = False
+        return buf
+
+    @classmethod
+    def fromaddress(cls, address, nbytes, readonly=False):
+        """A buffer over ``nbytes`` at ``address`` (no copy)."""
+        if nbytes and not address:
+            raise ValueError('buffer.fromaddress: NULL address with '
+                             '{} bytes'.format(nbytes))
+        raw = (ctypes.c_ubyte * nbytes).from_address(address) if nbytes \
+            else bytearray()
+        return cls.frombuffer(raw, readonly)
+
+    @property
+    def address(self):
+        """The address of the first byte."""
+        return self.__array_interface__['data'][0]
+
+    @property
+    def obj(self):
+        """The object whose memory this is (None for allocated memory)."""
+        base = self.base
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        return None if isinstance(base, np.ndarray) else base
+
+    @property
+    def readonly(self):
+        """True when the memory may not be written."""
+        return not self.flags.writeable
+
+    @property
+    def format(self):
+        """The struct format of an item: bytes."""
+        return 'B'
+
+    def toreadonly(self):
+        """A read-only buffer over the same memory."""
+        view = self.view(type(self))
+        view.flags.writeable = False
+        return view
+
+    def release(self):
+        """Accepted: the memory lives as long as its owner."""
+
+    def cast(self, format, shape=None):  # noqa: A002 -- mpi4py's name
+        """A memoryview of the bytes as ``format`` items."""
+        view = memoryview(self)
+        return view.cast(format) if shape is None else \
+            view.cast(format, shape)
+
+    def __reduce__(self):
+        return (type(self), (self.tobytes(),))
+
+
+memory = buffer
