@@ -29,6 +29,7 @@ from simulator.mpi.pickling import Pickle, pickle
 from simulator.mpi.packing import install as _install_packing
 from simulator.mpi.prequest import Prequest
 from simulator.mpi.request import REQUEST_NULL, Request, Status
+from simulator.mpi.typecode import _typealign, _typecode
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
 from simulator.mpi.unsupported import NotSimulated
@@ -51,7 +52,8 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
-            '_commctx_inter', 'Compute_dims', 'buffer']
+            '_commctx_inter', 'Compute_dims', 'buffer', '_typecode',
+            '_typealign']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))

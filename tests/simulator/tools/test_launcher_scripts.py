@@ -124,7 +124,7 @@ def test_mpi4py_util_pkl5_script_matches_mpiexec(size):
     simulated = _simulate(size, script)
     assert simulated.returncode == 0, simulated.stderr
     found = _payloads(simulated.stdout)
-    assert len(found) == size
+    assert len(found) == 2 * size
     _assert_prefixes_name_ranks(found)
     real = _mpiexec(size, script)
     assert real.returncode == 0, real.stderr
