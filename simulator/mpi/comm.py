@@ -21,6 +21,7 @@ from simulator.mpi.group import Group
 from simulator.mpi.handles import ERRORS_RETURN, Info
 from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
+from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
@@ -29,7 +30,7 @@ __all__ = ['Comm', 'Intracomm', 'NullComm', 'COMM_NULL']
 
 
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
-           Scans):
+           Scans, PersistentCollectives):
     """A communicator, with mpi4py's method names and argument order.
 
     Point-to-point methods come from :class:`~simulator.mpi.p2p.
