@@ -18,11 +18,11 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.errors import CollectiveMismatchError
 from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.msgspec import Buffer, parse, parse_send, parse_vector
+from simulator.mpi.msgspec import (Buffer, WBuffer, parse, parse_send,
+                                   parse_vector)
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi import pickling
 from simulator.mpi.request import Request
-from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Collectives']
 
@@ -87,10 +87,8 @@ def _snapshot(arg):
         twin = copy.copy(arg)
         twin.data = arg.data.copy()
         return twin
-    if isinstance(arg, _WBuffer):
-        twin = copy.copy(arg)
-        twin.raw = arg.raw.copy()
-        return twin
+    if isinstance(arg, WBuffer):
+        return arg.snapshot()
     return arg
 
 
@@ -346,57 +344,23 @@ def _alltoall(self, op, sendbuf, recvbuf):
                 stay=True)
 
 
-class _WBuffer:
-    """An Alltoallw buffer: per-rank counts, byte displacements and
-    datatypes over one memory."""
-
-    def __init__(self, spec, size, where):
-        if isinstance(spec, (list, tuple)) and len(spec) == 3:
-            memory, (counts, displs), types = spec
-        elif isinstance(spec, (list, tuple)) and len(spec) == 4:
-            memory, counts, displs, types = spec
-        else:
-            raise ValueError('{}: expected (buffer, (counts, displs), '
-                             'datatypes), got {!r}'.format(where, spec))
-        if memory is None:
-            raise NotSimulated('{}: BOTTOM with absolute addresses is not '
-                               'simulated'.format(where))
-        raw = parse(memory, where).data
-        self.raw = raw.view(np.uint8)
-        self.counts, self.displs, self.types = (
-            [int(c) for c in counts], [int(d) for d in displs], list(types))
-        for name, items in (('counts', self.counts), ('displs', self.displs),
-                            ('datatypes', self.types)):
-            if len(items) != size:
-                raise ValueError('{}: expected {} {}, got {}'.format(
-                    where, size, name, len(items)))
-
-    def part(self, i):
-        datatype = self.types[i]
-        lo = self.displs[i]
-        hi = lo + self.counts[i] * datatype.Get_size()
-        if lo < 0 or hi > self.raw.size:
-            raise ValueError('block {} (bytes {}..{}) lies outside the '
-                             'buffer of {} bytes'.format(i, lo, hi,
-                                                         self.raw.size))
-        return self.raw[lo:hi].view(datatype.dtype)
-
-
 def _alltoallw(self, op, sendbuf, recvbuf):
     s = self._s
     size = len(s.group)
-    recv = _WBuffer(recvbuf, size, '{} receive buffer'.format(op))
+    recv = WBuffer(recvbuf, size, '{} receive buffer'.format(op),
+                   writable=True)
     if sendbuf is None or isinstance(sendbuf, InPlaceType):
         # Others read our blocks while we overwrite them: send a snapshot.
-        send = _WBuffer((recv.raw.copy(), (recv.counts, recv.displs),
-                         recv.types), size, op)
+        send = recv.snapshot()
     else:
-        send = _WBuffer(sendbuf, size, '{} send buffer'.format(op))
+        send = WBuffer(sendbuf, size, '{} send buffer'.format(op))
 
     def finish(st, slot):
         for r in range(size):
-            _copy(recv.part(r), slot.args[r].part(st.rank), op, st.name,
+            dst = recv.part(r)
+            _copy(dst.data, slot.args[r].part(st.rank).data, op, st.name,
                   st.rank, r)
+            dst.flush()
     return _run(self, op, (), send, finish, stay=True)
 
 
@@ -499,8 +463,8 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     in_place = send.in_place
     source = recv.data if in_place else send.data
     _check_op(op, source.dtype, op_name)
-    if counts is None and op_name.endswith('Reduce_scatter') and \
-            not in_place:
+    if counts is None and op_name in ('Reduce_scatter', 'Ireduce_scatter') \
+            and not in_place:
         # mpi4py learns the counts with an Allgather of the receive
         # buffers' counts, a collective of its own on the communicator.
         counts = np.empty(size, np.int64)
@@ -687,12 +651,14 @@ class Collectives:
     def Bcast(self, buf, root=0):
         """Copy root's buffer into every rank's buffer."""
         root = self._root(root)
-        b = parse(buf, 'Bcast buffer')
+        b = parse(buf, 'Bcast buffer', writable=self._s.rank != root,
+                  packed=True)
         mine = b.head()
 
         def finish(s, slot):
             if s.rank != root:
                 _copy(mine, slot.args[root], 'Bcast', s.name, s.rank, root)
+                b.flush()
         _run(self, 'Bcast', (('root', root), ('count', b.count),
                              ('dtype', str(mine.dtype))), mine, finish,
              stay=True)
@@ -701,12 +667,14 @@ class Collectives:
         """Non-blocking Bcast; the data is in place once the request is
         done."""
         root = self._root(root)
-        b = parse(buf, 'Ibcast buffer')
+        b = parse(buf, 'Ibcast buffer', writable=self._s.rank != root,
+                  packed=True)
         mine = b.head()
 
         def finish(s, slot):
             if s.rank != root:
                 _copy(mine, slot.args[root], 'Ibcast', s.name, s.rank, root)
+                b.flush()
         # The root's data is copied at the start: others may complete
         # after the root has reused its buffer (see _run).
         s, slot, record = _start(self, 'Ibcast', (

@@ -26,7 +26,7 @@ from simulator.mpi.dlpack import dlpack_memory
 from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Buffer', 'parse', 'parse_send', 'parse_vector', 'raw_bytes',
-           'packed_bytes', 'unpack_into']
+           'packed_bytes', 'unpack_into', 'WBuffer']
 
 
 class Buffer:
@@ -551,3 +551,99 @@ def unpack_into(spec, where, datatype, data, swapped=False):
     room[...] = data[:room.size]
     buf.flush()
     return room.size
+
+
+class WBuffer:
+    """An Alltoallw buffer: per-rank counts, byte displacements and
+    datatypes over one memory, or over absolute addresses (``BOTTOM``
+    with datatypes built from ``Get_address``)."""
+
+    def __init__(self, spec, size, where, writable=False):
+        if not isinstance(spec, (list, tuple)):
+            raise TypeError('message: expecting list/tuple')
+        n = len(spec)
+        if n == 2:
+            obj, types = spec
+            counts = displs = None
+        elif n == 3:
+            obj, (counts, displs), types = spec
+        elif n == 4:
+            obj, counts, displs, types = spec
+        else:
+            raise ValueError('message: expecting 2 to 4 items')
+        self.where, self.writable = where, writable
+        if obj is None or isinstance(obj, BottomType):
+            if counts is None:
+                raise ValueError('message: BOTTOM requires counts')
+            if displs is None:
+                raise ValueError('message: BOTTOM requires displs')
+            self.raw = None
+        else:
+            self.raw = _memory(obj, writable, where)[0]
+        if counts is None and displs is None:
+            counts, displs = [1] * size, [0] * size
+        self.counts = _int_list(counts, size, 'counts')
+        self.displs = _int_list(displs, size, 'displs')
+        if isinstance(types, Datatype):
+            types = [types] * size
+        self.types = list(types)
+        if len(self.types) != size:
+            raise ValueError('message: expecting {} datatypes, got {}'
+                             .format(size, len(self.types)))
+        for t in self.types:
+            if not isinstance(t, Datatype):
+                raise TypeError('message: expecting Datatype, got {!r}'
+                                .format(t))
+
+    def part(self, i):
+        """Block ``i`` as a Buffer (``flush`` writes a received block)."""
+        datatype, count, displ = self.types[i], self.counts[i], \
+            self.displs[i]
+        if not count or not datatype.Get_size():
+            return Buffer(np.empty(0, datatype.dtype or np.uint8), datatype,
+                          0)
+        index = datatype.layout.byte_index(count) + displ
+        raw = self.raw
+        if raw is None:
+            # absolute addresses: the memory the typemap names
+            low = int(index.min())
+            raw = _at_address(low, int(index.max()) - low + 1,
+                              not self.writable, self.where)
+            index = index - low
+        elif index.min() < 0 or index.max() >= raw.size:
+            raise ValueError('{}: block {} ({} x {} at byte {}) lies outside '
+                             'the buffer of {} bytes'.format(
+                                 self.where, i, count, datatype.name or
+                                 'a derived datatype', displ, raw.size))
+        buf = Buffer(raw[index].view(datatype.dtype), datatype,
+                     index.size // datatype.dtype.itemsize)
+        buf.scatter = (raw, index)
+        return buf
+
+    def snapshot(self):
+        """The blocks as they are now (what a send reads later)."""
+        return _Frozen([self.part(i) for i in range(len(self.types))])
+
+
+class _Frozen:
+    """Copies of an Alltoallw send buffer's blocks."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def part(self, i):
+        return self.parts[i]
+
+    def snapshot(self):
+        return self
+
+
+def _int_list(values, size, what):
+    if values is None:
+        raise TypeError('message: {} must be a sequence, got None'.format(
+            what))
+    out = [_index(v, what) for v in values]
+    if len(out) != size:
+        raise ValueError('message: expecting {} {}, got {}'.format(
+            size, what, len(out)))
+    return out
