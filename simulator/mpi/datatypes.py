@@ -396,7 +396,7 @@ class Datatype:
                                 '{!r}'.format(t))
         layouts = [t._t('Create_struct').layout for t in types]
         types = _retained(types)
-        layout = typemap.block_layout(
+        layout = typemap.struct_layout(
             [(d, b, lay) for d, b, lay in zip(displs, blens, layouts)])
         return Datatype._of(_Type(
             '', layout, _dtype_of(layout), _C['STRUCT'],
@@ -667,7 +667,8 @@ for _line in _TABLE.strip().splitlines():
      _tchar) = _line.split()
     _h = _Type(_name, None, np.dtype(_np), code=_code, typestr=_tstr,
                typechar=_tchar)
-    _h.layout = typemap.predefined(int(_size), int(_ext), int(_text))
+    _h.layout = typemap.predefined(int(_size), int(_ext), int(_text),
+                                   align=np.dtype(_np).alignment)
     _h.attr = _attr
     DATATYPE_NAMES[_attr] = Datatype._of(_h)
     _h.layout.base = DATATYPE_NAMES[_attr]
@@ -691,7 +692,9 @@ for _attr, _name, _value, _size, _ext, _text in (
         ('SHORT_INT', 'MPI_SHORT_INT', np.short, 6, 8, 8),
         ('LONG_DOUBLE_INT', 'MPI_LONG_DOUBLE_INT', np.longdouble, 20, 32,
          20)):
-    _h = _Type(_name, typemap.predefined(_size, _ext, _text), _pair(_value))
+    _h = _Type(_name, typemap.predefined(_size, _ext, _text,
+                                         align=_pair(_value).alignment),
+               _pair(_value))
     _h.attr = _attr
     DATATYPE_NAMES[_attr] = Datatype._of(_h)
     _h.layout.base = DATATYPE_NAMES[_attr]

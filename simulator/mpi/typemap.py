@@ -16,7 +16,8 @@ mixing several: such data moves as bytes.
 """
 import numpy as np
 
-__all__ = ['Layout', 'predefined', 'block_layout', 'resized', 'subarray',
+__all__ = ['Layout', 'predefined', 'block_layout', 'struct_layout',
+           'resized', 'subarray',
            'darray_blocks', 'INT_MAX']
 
 INT_MAX = (1 << 31) - 1
@@ -26,10 +27,15 @@ class Layout:
     """Size, bounds, true bounds and (lazily) the byte offsets of a type."""
 
     __slots__ = ('size', 'lb', 'ub', 'true_lb', 'true_ub', 'base',
-                 '_blocks', '_index')
+                 '_blocks', '_index', 'align', 'explicit')
 
-    def __init__(self, size, lb, ub, true_lb, true_ub, base, blocks):
+    def __init__(self, size, lb, ub, true_lb, true_ub, base, blocks,
+                 align=1, explicit=False):
         self.size = size
+        # alignment of the most aligned predefined type inside, and whether
+        # bounds were set explicitly (resized, subarray, darray): a struct
+        # pads its extent to the alignment unless a member's were set.
+        self.align, self.explicit = align, explicit
         self.lb, self.ub = lb, ub
         self.true_lb, self.true_ub = true_lb, true_ub
         self.base = base
@@ -81,11 +87,11 @@ class Layout:
         return bool(np.array_equal(index, np.arange(self.size)))
 
 
-def predefined(size, extent=None, true_extent=None, base=None):
+def predefined(size, extent=None, true_extent=None, base=None, align=1):
     """The layout of a predefined datatype of ``size`` data bytes."""
     extent = size if extent is None else extent
     true_extent = size if true_extent is None else true_extent
-    return Layout(size, 0, extent, 0, true_extent, base, None)
+    return Layout(size, 0, extent, 0, true_extent, base, None, align)
 
 
 def _bounds(blocks):
@@ -122,13 +128,25 @@ def block_layout(blocks):
     else:
         base = None
     lb, ub, tlb, tub = _bounds(blocks)
-    return Layout(size, lb, ub, tlb, tub, base, lambda: blocks)
+    align = max([child.align for _d, _c, child in blocks] or [1])
+    explicit = any(child.explicit for _d, _c, child in blocks)
+    return Layout(size, lb, ub, tlb, tub, base, lambda: blocks, align,
+                  explicit)
+
+
+def struct_layout(blocks):
+    """block_layout with the extent padded to the members' alignment, as
+    a C compiler pads a struct (MPI's epsilon)."""
+    lay = block_layout(blocks)
+    if not lay.explicit and lay.align > 1:
+        lay.ub += (-(lay.ub - lay.lb)) % lay.align
+    return lay
 
 
 def resized(child, lb, extent):
     """``child`` with bounds set to ``lb`` and ``lb + extent``."""
     return Layout(child.size, lb, lb + extent, child.true_lb, child.true_ub,
-                  child.base, lambda: [(0, 1, child)])
+                  child.base, lambda: [(0, 1, child)], child.align, True)
 
 
 def subarray(child, sizes, subsizes, starts, fortran):
@@ -151,7 +169,7 @@ def subarray(child, sizes, subsizes, starts, fortran):
     for s in sizes:
         total *= s
     return Layout(inner.size, 0, total * ext, inner.true_lb, inner.true_ub,
-                  inner.base, lambda: [(0, 1, inner)])
+                  inner.base, lambda: [(0, 1, inner)], child.align, True)
 
 
 def _dist_block(gsize, nprocs, coord, darg):
@@ -217,4 +235,4 @@ def darray_blocks(child, size, rank, gsizes, distribs, dargs, psizes,
     for g in gsizes:
         total *= g
     return Layout(inner.size, 0, total * ext, inner.true_lb, inner.true_ub,
-                  inner.base, lambda: [(0, 1, inner)])
+                  inner.base, lambda: [(0, 1, inner)], child.align, True)
