@@ -74,11 +74,27 @@ def install(process_state):
         warnings.filters[:] = []
         warnings._filters_mutated()
 
+    def _showwarnmsg(msg):
+        # warnings' own version reads ``showwarning`` and
+        # ``_showwarnmsg_impl`` as globals (the shared ones), so
+        # catch_warnings(record=True) in a rank recorded nothing.
+        sw = warnings.showwarning
+        if sw is not warnings._showwarning_orig:
+            if not callable(sw):
+                raise TypeError('warnings.showwarning() must be set to a '
+                                'function or method')
+            sw(msg.message, msg.category, msg.filename, msg.lineno,
+               msg.file, msg.line)
+            return
+        warnings._showwarnmsg_impl(msg)
+
     shared = _module_dict()
     saved = {name: shared[name] for name in ('_add_filter',
-                                             'resetwarnings')}
+                                             'resetwarnings',
+                                             '_showwarnmsg')}
     shared['_add_filter'] = _add_filter
     shared['resetwarnings'] = resetwarnings
+    shared['_showwarnmsg'] = _showwarnmsg
     original_class = warnings.__class__
     warnings.__class__ = private
 

@@ -264,6 +264,7 @@ def _gather(self, op, sendbuf, recvbuf, root, vector):
     size = len(s.group)
     at_root = s.rank == root
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
+                        writable=True,
                         vector=vector) if at_root else None
     send = parse_send(sendbuf, '{} send buffer'.format(op))
     if send is not None and send.in_place:
@@ -309,6 +310,7 @@ def _allgather(self, op, sendbuf, recvbuf):
     s = self._s
     size = len(s.group)
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
+                        writable=True,
                         vector=op.endswith('v'))
     send = parse_send(sendbuf, '{} send buffer'.format(op))
     in_place = send.in_place
@@ -327,11 +329,15 @@ def _alltoall(self, op, sendbuf, recvbuf):
     size = len(s.group)
     vector = op.endswith('v')
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
+                        writable=True,
                         vector=vector)
     if sendbuf is None or isinstance(sendbuf, InPlaceType):
         # Others read our blocks while we overwrite them: send a snapshot.
+        # (counts are in base elements now: a derived datatype would
+        # scale them twice, its base type's format does not)
         send = parse_vector([recv.data.copy(), recv.counts, recv.displs,
-                             recv.datatype], size, op)
+                             recv.datatype if recv.datatype.is_predefined
+                             else None], size, op)
     else:
         send = parse_vector(sendbuf, size, '{} send buffer'.format(op),
                             vector=vector)
@@ -373,7 +379,8 @@ def _check_same_datatype(send, recv):
 
 
 def _reduction_buffers(self, op_name, sendbuf, recvbuf):
-    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name),
+                 writable=True)
     send = parse_send(sendbuf, '{} send buffer'.format(op_name))
     _check_same_datatype(send, recv)
     if send.in_place:
@@ -457,7 +464,8 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     op = _check_op(op)
     s = self._s
     size = len(s.group)
-    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name),
+                 writable=True)
     send = parse_send(sendbuf, '{} send buffer'.format(op_name))
     _check_same_datatype(send, recv)
     in_place = send.in_place
@@ -522,7 +530,8 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
     s = self._s
     at_root = s.rank == root
     send = parse_send(sendbuf, '{} send buffer'.format(name))
-    recv = parse(recvbuf, '{} receive buffer'.format(name)) \
+    recv = parse(recvbuf, '{} receive buffer'.format(name),
+                 writable=True) \
         if at_root else None
     if send.in_place:
         if not at_root:

@@ -14,6 +14,8 @@ import ctypes
 
 import numpy as np
 
+from simulator.mpi.msgspec import exported_memory
+
 __all__ = ['buffer', 'memory']
 
 
@@ -25,12 +27,30 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
     def __new__(cls, buf=None):
         if buf is None:
             return np.empty(0, np.uint8).view(cls)
-        view = memoryview(buf)
-        array = np.frombuffer(view, np.uint8) if view.contiguous else None
-        if array is None:
-            raise ValueError('buffer: memory of {!r} is not contiguous'
-                             .format(type(buf).__name__))
-        return array.reshape(-1).view(cls)
+        if isinstance(buf, buffer):
+            return buf.view(cls)
+        array, device = exported_memory(buf, 'MPI.buffer')
+        out = array.reshape(-1).view(cls)
+        out._device = device
+        return out
+
+    def __array_finalize__(self, obj):
+        # views of device memory stay device memory
+        self._device = getattr(obj, '_device', False)
+
+    def _host(self, what):
+        if self._device:
+            raise BufferError('buffer: {} of device memory (not '
+                              'CPU-accessible)'.format(what))
+
+    def __setitem__(self, item, value):
+        self._host('writing')
+        super().__setitem__(item, value)
+
+    def tobytes(self, order=None):
+        """The bytes (``order`` is accepted and ignored, as for bytes)."""
+        self._host('tobytes')
+        return bytes(memoryview(np.ascontiguousarray(self).view(np.uint8)))
 
     @classmethod
     def allocate(cls, nbytes, clear=False):
@@ -94,6 +114,7 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
 
     def cast(self, format, shape=None):  # noqa: A002 -- mpi4py's name
         """A memoryview of the bytes as ``format`` items."""
+        self._host('cast')
         view = memoryview(self)
         return view.cast(format) if shape is None else \
             view.cast(format, shape)

@@ -26,7 +26,7 @@ from simulator.mpi.dlpack import dlpack_memory
 from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Buffer', 'parse', 'parse_send', 'parse_vector', 'raw_bytes',
-           'packed_bytes', 'unpack_into', 'WBuffer']
+           'packed_bytes', 'unpack_into', 'WBuffer', 'exported_memory']
 
 
 class Buffer:
@@ -482,7 +482,7 @@ def parse_send(spec, where='buffer'):
 
 
 def parse_vector(spec, size, where='buffer', default_equal=True,
-                 vector=False):
+                 vector=False, writable=False):
     """Parse a collective's buffer of ``size`` blocks; fill in counts and
     displs.
 
@@ -493,7 +493,7 @@ def parse_vector(spec, size, where='buffer', default_equal=True,
     displacements are strides; without displs, blocks are packed in rank
     order.
     """
-    buf = parse(spec, where, vector=True)
+    buf = parse(spec, where, vector=True, writable=writable)
     if buf is None or buf.in_place:
         return buf
     if buf.counts is None:
@@ -647,3 +647,16 @@ def _int_list(values, size, what):
         raise ValueError('message: expecting {} {}, got {}'.format(
             size, what, len(out)))
     return out
+
+
+def exported_memory(obj, where):
+    """(bytes of ``obj`` as a flat uint8 array, True when the exporter
+    calls it device memory): what ``MPI.buffer`` wraps."""
+    raw = _memory(obj, False, where)[0]
+    device = False
+    if not _has_memory(obj):
+        if hasattr(obj, '__dlpack__'):
+            device = obj.__dlpack_device__()[0] not in (1, 3)
+        else:
+            device = True       # the CUDA array interface
+    return raw, device

@@ -41,7 +41,8 @@ def _left_chain_prefixes(op, args, exclusive):
 def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
     op = _check_op(op)
     s = self._s
-    recv = parse(recvbuf, '{} receive buffer'.format(op_name))
+    recv = parse(recvbuf, '{} receive buffer'.format(op_name),
+                 writable=True)
     send = parse_send(sendbuf, '{} send buffer'.format(op_name))
     _check_same_datatype(send, recv)
     source = recv.head() if send.in_place else send.head()
