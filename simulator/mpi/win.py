@@ -515,6 +515,9 @@ class Win(bytearray):
         datatype, count = buf.datatype, buf.count
         disp = 0
         if target is not None:
+            if not isinstance(target, (int, list, tuple)):
+                raise ValueError('Win.{}: target {!r} must be an int or a '
+                                 'list/tuple'.format(op, target))
             spec = (target,) if isinstance(target, int) else tuple(target)
             if len(spec) > 3 or not spec:
                 raise ValueError('Win.{}: target {!r} must be disp or (disp'
