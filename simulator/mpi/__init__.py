@@ -221,11 +221,11 @@ def Get_error_string(errorcode):
 
 
 def Alloc_mem(size, info=None):
-    """``size`` bytes of memory (a bytearray: ordinary process memory)."""
+    """``size`` bytes of memory (an ``MPI.buffer``, as mpi4py's)."""
     if not isinstance(size, int) or size < 0:
         raise _constants.Exception(_constants.ERR_ARG, 'Alloc_mem size '
                                    '{!r} must be an int >= 0'.format(size))
-    return bytearray(size)
+    return buffer.allocate(size)
 
 
 def Free_mem(mem):

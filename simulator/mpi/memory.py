@@ -119,6 +119,9 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
         return view.cast(format) if shape is None else \
             view.cast(format, shape)
 
+    def __bool__(self):
+        return self.nbytes > 0
+
     def __reduce__(self):
         return (type(self), (self.tobytes(),))
 

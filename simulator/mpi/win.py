@@ -10,7 +10,8 @@ later than the synchronisation that completes them).
 
 Synchronisation is checked, not modelled in time: every operation needs
 an access epoch on its target (``Fence``, ``Lock``/``Lock_all``, or
-``Start``) or fails with ``ERR_RMA_SYNC``; ``Lock`` blocks (with the
+``Start``) or fails with ``ERR_RMA_SYNC``; ``Start`` waits for the
+targets' ``Post`` and ``Wait`` for the origins' ``Complete``; ``Lock`` blocks (with the
 simulator's deadlock detection) while another rank holds a conflicting
 lock; ``Fence`` and ``Free`` are collective over the window's group;
 ``Sync``/``Flush`` count as polling, so a spin loop on window memory that
@@ -32,12 +33,14 @@ import numpy as np
 from simulator.engine import collectives as coll
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
-from simulator.mpi.constants import ERR_ARG, ERR_OP, ERR_RANK, ERR_TYPE
+from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK, ERR_TYPE,
+                                     BottomType)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.msgspec import parse
 from simulator.mpi.group import Group
-from simulator.mpi.handles import INFO_NULL, Info
+from simulator.mpi.handles import ERRORS_RETURN, INFO_NULL, Info
+from simulator.mpi.memory import buffer
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
 from simulator.mpi.unsupported import not_simulated
@@ -79,6 +82,12 @@ class _Shared:
         # of shared holders; changed under the world lock.
         self.exclusive = [None] * len(group)
         self.shared = [0] * len(group)
+        # Post/Start/Complete/Wait: counts per (target, origin) of posts
+        # made, posts started on, and access epochs completed.
+        n = len(group)
+        self.posts = [[0] * n for _ in range(n)]
+        self.starts = [[0] * n for _ in range(n)]
+        self.completes = [[0] * n for _ in range(n)]
 
 
 class Win(bytearray):
@@ -91,6 +100,9 @@ class Win(bytearray):
 
     def __init__(self, win=None):
         super().__init__()
+        if win is not None and not isinstance(win, Win):
+            raise TypeError('Win() argument must be a Win, not {}'.format(
+                type(win).__name__))
         if isinstance(win, Win) and win._shared is not None:
             raise not_simulated('MPI.Win(win): a second handle to a window')
         self._shared = None
@@ -130,6 +142,7 @@ class Win(bytearray):
         win._fence = False          # inside a fence epoch
         win._locks = {}             # target -> lock type held
         win._lock_all = False
+        win._started = win._exposed = None     # Start / Post epochs
         win._attrs = {}
         return win
 
@@ -137,7 +150,7 @@ class Win(bytearray):
     def Create(cls, memory, disp_unit=1, info=INFO_NULL, comm=None):
         """A window over ``memory`` (a writable buffer) on every rank."""
         comm = _comm_or_self(comm)
-        if memory is None:
+        if memory is None or isinstance(memory, BottomType):
             array = np.empty(0, np.uint8)
         else:
             array = parse(memory, 'Win.Create').data
@@ -229,6 +242,9 @@ class Win(bytearray):
         raise ValueError('cannot serialize {!r}: windows belong to the '
                          'process'.format(self))
 
+    def __reduce_ex__(self, protocol):
+        return self.__reduce__()
+
     def __repr__(self):
         if getattr(self, '_shared', None) is None:
             return '<simulator.mpi.Win (null)>'
@@ -282,7 +298,8 @@ class Win(bytearray):
 
     def Get_name(self):
         """The window's name ('' until Set_name)."""
-        self._s  # noqa: B018
+        if self._shared is None:
+            return 'MPI_WIN_NULL'
         return self._name
 
     def Set_name(self, name):
@@ -304,17 +321,21 @@ class Win(bytearray):
     info = property(Get_info, Set_info)
 
     def Get_errhandler(self):
-        """ERRORS_RETURN: errors raise MPI.Exception."""
-        from simulator.mpi.handles import ERRORS_RETURN
-        return ERRORS_RETURN
+        """The error handler set last (ERRORS_RETURN at first: errors
+        raise MPI.Exception)."""
+        self._s  # noqa: B018
+        return self._attrs.get('errhandler', ERRORS_RETURN)
 
     def Set_errhandler(self, errhandler):
-        """Accepted; errors always raise MPI.Exception."""
+        """Keep ``errhandler`` (errors raise MPI.Exception whatever it
+        is)."""
+        self._s  # noqa: B018
+        self._attrs['errhandler'] = errhandler
 
     def tomemory(self):
         """The local window memory as a buffer."""
         shared = self._s
-        return memoryview(shared.memories[self._rank]).cast('B')
+        return buffer(shared.memories[self._rank])
 
     def Shared_query(self, rank):
         """(memory, disp_unit) of ``rank``'s segment of a shared window."""
@@ -326,8 +347,7 @@ class Win(bytearray):
             rank = next((r for r, m in enumerate(shared.memories)
                          if m.nbytes), 0)
         self._check_rank(rank, 'Shared_query')
-        return (memoryview(shared.memories[rank]).cast('B'),
-                shared.disp_units[rank])
+        return buffer(shared.memories[rank]), shared.disp_units[rank]
 
     # -- synchronisation -----------------------------------------------------
     def _record(self, op, peer=None):
@@ -489,25 +509,116 @@ class Win(bytearray):
         """Synchronise public and private copies (one copy here)."""
         self._poll('Win.Sync')
 
-    def Start(self, group, assertion=0):
-        """Generalized active target synchronisation is not simulated."""
-        raise not_simulated('MPI.Win.Start (post/start/complete/wait)')
+    # -- generalized active target (post/start/complete/wait) --------------
+    def _window_ranks(self, group, op):
+        shared = self._s
+        members = getattr(group, '_members', None)
+        if members is None:
+            raise TypeError('Win.{}: expected a Group, got {!r}'.format(
+                op, group))
+        index = {w: r for r, w in enumerate(shared.group)}
+        missing = [w for w in members if w not in index]
+        if missing:
+            raise MPIException(ERR_RANK, 'Win.{}: ranks {} of the group are '
+                               'not in the window'.format(op, missing))
+        return [index[w] for w in members]
 
-    Complete = Post = Wait = Test = Start
+    def Post(self, group, assertion=0):
+        """Expose the window to the origins in ``group`` (until Wait)."""
+        shared = self._s
+        if self._exposed is not None:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Post inside an exposure '
+                               'epoch')
+        origins = self._window_ranks(group, 'Post')
+        world = shared.world
+        with world.lock:
+            for o in origins:
+                shared.posts[self._rank][o] += 1
+            world.version += 1
+            for o in origins:
+                world.wake(shared.group[o])
+        self._exposed = origins
+
+    def Start(self, group, assertion=0):
+        """Open an access epoch to the targets in ``group`` (waits for
+        their Post)."""
+        shared = self._s
+        if self._started is not None:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Start inside an access '
+                               'epoch')
+        targets = self._window_ranks(group, 'Start')
+        me, world = self._rank, shared.world
+        record = self._record('Win.Start')
+        with world.lock:
+            world.raise_if_broken(shared.group[me])
+            world.block(lambda: all(
+                shared.posts[t][me] > shared.starts[t][me] for t in targets),
+                record)
+            for t in targets:
+                shared.starts[t][me] += 1
+        self._started = targets
+
+    def Complete(self):
+        """End the access epoch of Start."""
+        shared = self._s
+        targets = self._started
+        if targets is None:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Complete without Start')
+        self._started = None
+        world = shared.world
+        with world.lock:
+            for t in targets:
+                shared.completes[t][self._rank] += 1
+            world.version += 1
+            for t in targets:
+                world.wake(shared.group[t])
+
+    def _all_completed(self):
+        shared = self._s
+        me = self._rank
+        return all(shared.completes[me][o] >= shared.posts[me][o]
+                   for o in self._exposed)
+
+    def Wait(self):
+        """End the exposure epoch of Post, once every origin completed."""
+        shared = self._s
+        if self._exposed is None:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Wait without Post')
+        world = shared.world
+        with world.lock:
+            world.raise_if_broken(shared.group[self._rank])
+            world.block(self._all_completed, self._record('Win.Wait'))
+        self._exposed = None
+
+    def Test(self):
+        """Wait if every origin completed (True), else False at once."""
+        shared = self._s
+        if self._exposed is None:
+            raise MPIException(ERR_RMA_SYNC, 'Win.Test without Post')
+        world = shared.world
+        with world.lock:
+            world.raise_if_broken(shared.group[self._rank])
+            done = self._all_completed()
+            if not done:
+                world.note_poll(self._record('Win.Test'))
+        if done:
+            self._exposed = None
+        return done
 
     # -- one-sided operations ------------------------------------------------
     def _target(self, op, origin, target_rank, target, count_of=None):
         """(origin Buffer, target array view) of an operation, checked."""
         shared = self._s
-        if origin is None:
-            # mpi4py's own check, before any MPI call.
-            raise TypeError('Win.{}: origin must be a buffer or a list/'
-                            'tuple, got None'.format(op))
         if target_rank == PROC_NULL:
             return None, None
+        if origin is None:
+            # mpi4py's own check (None is only for PROC_NULL targets).
+            raise TypeError('Win.{}: origin must be a buffer or a list/'
+                            'tuple, got None'.format(op))
         self._check_rank(target_rank, op)
         if not (self._fence or self._lock_all or target_rank in
-                self._locks):
+                self._locks or target_rank in (getattr(self, '_started',
+                                                       None) or ())):
             raise MPIException(ERR_RMA_SYNC, 'Win.{} to rank {} outside '
                                'an access epoch (Fence, Lock, Lock_all)'
                                .format(op, target_rank))
@@ -641,7 +752,7 @@ class Win(bytearray):
                                  (target_disp,), count_of=1)
         if view is None:
             return
-        out = parse(result, 'Win.Fetch_and_op result buffer')
+        out = _single(('origin', buf), ('result', result))[1]
         with self._s.mutex:
             out.data[:1] = view
             if op != _NO_OP:
@@ -657,8 +768,8 @@ class Win(bytearray):
                                  (target_disp,), count_of=1)
         if view is None:
             return
-        expected = parse(compare, 'Win.Compare_and_swap compare buffer')
-        out = parse(result, 'Win.Compare_and_swap result buffer')
+        _, expected, out = _single(('origin', buf), ('compare', compare),
+                                   ('result', result))
         with self._s.mutex:
             old = view[0].copy()
             out.data[:1] = old
@@ -691,6 +802,24 @@ class Win(bytearray):
         self._in_passive_epoch('Rget_accumulate')
         self.Get_accumulate(origin, result, target_rank, target, op)
         return Request()
+
+
+def _single(*named):
+    """Parsed single-element buffers of one datatype (mpi4py's checks
+    for Fetch_and_op and Compare_and_swap)."""
+    parsed = []
+    for name, spec in named:
+        buf = spec if not isinstance(spec, (list, tuple)) and hasattr(
+            spec, 'datatype') and hasattr(spec, 'count') else \
+            parse(spec, 'Win {} buffer'.format(name))
+        if buf.count != 1:
+            raise ValueError('{}: expecting a single element, got {}'
+                             .format(name, buf.count))
+        if parsed and buf.datatype != parsed[0].datatype:
+            raise ValueError('mismatch in origin and {} MPI datatypes'
+                             .format(name))
+        parsed.append(buf)
+    return parsed
 
 
 def _comm_or_self(comm):

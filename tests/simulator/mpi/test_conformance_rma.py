@@ -181,3 +181,49 @@ def test_erroneous_access_is_reported(mpi_comm, MPI, simulated):
         win.Unlock(0)
     finally:
         win.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_post_start_complete_wait(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    mem = np.zeros(2, dtype='i')
+    win = MPI.Win.Create(mem, mem.itemsize, comm=mpi_comm)
+    group = mpi_comm.Get_group()
+    try:
+        from_left = group.Incl([left])
+        to_right = group.Incl([right])
+        win.Post(from_left)
+        win.Start(to_right)
+        win.Put(np.array([rank, 7], 'i'), right)
+        win.Complete()
+        win.Wait()
+        assert mem.tolist() == [left, 7]
+        win.Post(from_left)
+        win.Start(to_right)
+        win.Accumulate(np.array([1, 1], 'i'), right, op=MPI.SUM)
+        win.Complete()
+        while not win.Test():
+            pass
+        assert mem.tolist() == [left + 1, 8]
+        from_left.Free()
+        to_right.Free()
+    finally:
+        group.Free()
+        win.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_window_memory_is_an_mpi_buffer(mpi_comm, MPI):
+    win = MPI.Win.Allocate(8, 1, comm=mpi_comm)
+    try:
+        memory = win.tomemory()
+        assert type(memory) is MPI.buffer and len(memory) == 8
+        with pytest.raises(ValueError):
+            import pickle
+            pickle.loads(pickle.dumps(win))
+    finally:
+        win.Free()
+    with pytest.raises(TypeError):
+        MPI.Win((1, 2, 3))
+    assert MPI.WIN_NULL.Get_name() == 'MPI_WIN_NULL'
