@@ -11,11 +11,11 @@ later than the synchronisation that completes them).
 Synchronisation is checked, not modelled in time: every operation needs
 an access epoch on its target (``Fence``, ``Lock``/``Lock_all``, or
 ``Start``) or fails with ``ERR_RMA_SYNC``; ``Start`` waits for the
-targets' ``Post`` and ``Wait`` for the origins' ``Complete``; ``Lock`` blocks (with the
-simulator's deadlock detection) while another rank holds a conflicting
-lock; ``Fence`` and ``Free`` are collective over the window's group;
-``Sync``/``Flush`` count as polling, so a spin loop on window memory that
-can never end is reported as a deadlock.
+targets' ``Post`` and ``Wait`` for the origins' ``Complete``; ``Lock``
+blocks (with the simulator's deadlock detection) while another rank
+holds a conflicting lock; ``Fence`` and ``Free`` are collective over
+the window's group; ``Sync``/``Flush`` count as polling, so a spin loop
+on window memory that can never end is reported as a deadlock.
 
 A window handle is a ``bytearray`` subclass holding the rank's own memory
 for ``Allocate`` / ``Allocate_shared``, so ``memoryview(win)`` is the
