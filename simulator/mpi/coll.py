@@ -22,6 +22,7 @@ from simulator.mpi.msgspec import (Buffer, WBuffer, parse, parse_send,
                                    parse_vector)
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi import pickling
+from simulator.mpi.commctx import _comm_lock
 from simulator.mpi.request import Request
 
 __all__ = ['Collectives']
@@ -588,8 +589,11 @@ class Collectives:
         it."""
         root = self._root(root)
         mine = pickling.dumps(obj) if self._s.rank == root else None
-        return _run(self, 'bcast', (('root', root),), mine,
-                    lambda s, slot: pickling.loads(slot.args[root]))
+        # mpi4py holds the rank's lock of (comm, 'bcast') around its two
+        # messages; threads of a rank see the same serialization here.
+        with _comm_lock(self, 'bcast'):
+            return _run(self, 'bcast', (('root', root),), mine,
+                        lambda s, slot: pickling.loads(slot.args[root]))
 
     def gather(self, sendobj, root=0):
         """A list of every rank's object at ``root``; None elsewhere."""
@@ -599,28 +603,33 @@ class Collectives:
             if s.rank != root:
                 return None
             return [pickling.loads(a) for a in slot.args]
-        return _run(self, 'gather', (('root', root),),
-                    pickling.dumps(sendobj), finish)
+        mine = pickling.dumps(sendobj)
+        with _comm_lock(self, 'gather'):
+            return _run(self, 'gather', (('root', root),), mine, finish)
 
     def scatter(self, sendobj, root=0):
         """Item ``i`` of root's sequence goes to rank ``i``."""
         root = self._root(root)
         mine = _split_items(self, sendobj, 'scatter') \
             if self._s.rank == root else None
-        return _run(self, 'scatter', (('root', root),), mine,
-                    lambda s, slot: pickling.loads(slot.args[root][s.rank]))
+        with _comm_lock(self, 'scatter'):
+            return _run(self, 'scatter', (('root', root),), mine,
+                        lambda s, slot: pickling.loads(
+                            slot.args[root][s.rank]))
 
     def allgather(self, sendobj):
         """Every rank's object, in rank order, on every rank."""
-        return _run(self, 'allgather', (), pickling.dumps(sendobj),
-                    lambda s, slot: [pickling.loads(a) for a in slot.args])
+        mine = pickling.dumps(sendobj)
+        with _comm_lock(self, 'allgather'):
+            return _run(self, 'allgather', (), mine, lambda s, slot: [
+                pickling.loads(a) for a in slot.args])
 
     def alltoall(self, sendobj):
         """Rank ``i`` gets item ``i`` of every rank's sequence."""
-        return _run(self, 'alltoall', (), _split_items(self, sendobj,
-                                                       'alltoall'),
-                    lambda s, slot: [pickling.loads(a[s.rank])
-                                     for a in slot.args])
+        mine = _split_items(self, sendobj, 'alltoall')
+        with _comm_lock(self, 'alltoall'):
+            return _run(self, 'alltoall', (), mine, lambda s, slot: [
+                pickling.loads(a[s.rank]) for a in slot.args])
 
     def allreduce(self, sendobj, op=SUM):
         """``op`` over every rank's object (mpi4py's binomial tree, lower

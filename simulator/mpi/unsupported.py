@@ -19,7 +19,7 @@ def not_simulated(what):
     """The error for an unsimulated ``what`` (e.g. ``'MPI.Win.Create'``)."""
     return NotSimulated('simulator.mpi: {} is not simulated (outside the '
                         'simulated subset: RMA windows, files, sessions, '
-                        'intercommunicators, topologies, derived datatypes, '
+                        'intercommunicators, topologies, '
                         'dynamic processes; see the README)'.format(what))
 
 
