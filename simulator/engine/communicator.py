@@ -12,7 +12,7 @@ class CommState:
     """One rank's view of a communicator (never shared between ranks)."""
 
     __slots__ = ('world', 'ctx', 'group', 'rank', 'name', 'seq', 'freed',
-                 'world_rank', 'title')
+                 'world_rank', 'title', 'props')
 
     def __init__(self, world, ctx, group, rank, name, title=None):
         self.world = world
@@ -27,6 +27,9 @@ class CommState:
         self.title = name if title is None else title
         self.seq = 0
         self.freed = False
+        # What the MPI facade keeps per communicator handle (error
+        # handler, attributes, info hints); the engine never reads it.
+        self.props = {}
 
     def next_seq(self):
         """Number this rank's next collective call on the communicator."""

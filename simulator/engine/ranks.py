@@ -118,7 +118,10 @@ def run_ranks(world, main, timeout=None):
         try:
             for rank in range(world.size):
                 t = threading.Thread(
-                    target=_rank_main, name='sim-rank-{}'.format(rank),
+                    # Each rank's main thread is its process's main
+                    # thread: code that asks threading for the name sees
+                    # what it sees under mpiexec.
+                    target=_rank_main, name='MainThread',
                     args=(world, world.contexts[rank], mains[rank], main),
                     daemon=True)
                 t.simulator_internal = True

@@ -13,22 +13,27 @@ import numpy as np
 from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.mpi import constants as _constants
-from simulator.mpi.comm import COMM_NULL, Comm, Intracomm
+from simulator.mpi import commattr as _commattr
+from simulator.mpi.comm import COMM_NULL, Comm, Intercomm, Intracomm
+from simulator.mpi.commattr import (ERRHANDLER_NULL, ERRORS_ABORT,
+                                    ERRORS_ARE_FATAL, ERRORS_RETURN,
+                                    INFO_ENV, INFO_NULL, Errhandler, Info)
 from simulator.mpi.commctx import (_comm_lock, _comm_lock_table,
                                    _commctx_inter, _commctx_intra)
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Compute_dims, Datatype, from_dtype)
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
-from simulator.mpi.handles import (ERRORS_ARE_FATAL, ERRORS_RETURN,
-                                   INFO_NULL, Errhandler, Info)
 from simulator.mpi.memory import buffer
+from simulator.mpi.errors import (Add_error_class, Add_error_code,
+                                  Add_error_string, Get_error_class,
+                                  Get_error_string)
 from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.pickling import Pickle, pickle
 from simulator.mpi.packing import install as _install_packing
 from simulator.mpi.prequest import Prequest
-from simulator.mpi.request import REQUEST_NULL, Request, Status
+from simulator.mpi.request import REQUEST_NULL, Grequest, Request, Status
 from simulator.mpi.typecode import _typealign, _typecode
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
@@ -37,7 +42,8 @@ from simulator.mpi.values import VALUES as _VALUES
 from simulator.mpi.win import WIN_NULL
 from simulator.mpi.win import Win as _Win
 
-__all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
+__all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
+            'Datatype', 'Op',
             'COMM_WORLD', 'COMM_SELF', 'COMM_NULL', 'REQUEST_NULL',
             'DATATYPE_NULL', 'Get_processor_name', 'Wtime',
             'Wtick', 'Init', 'Init_thread', 'Finalize', 'Is_initialized',
@@ -47,8 +53,12 @@ __all__ = (['Comm', 'Intracomm', 'Request', 'Status', 'Datatype', 'Op',
             'ERRORS_RETURN', 'ERRORS_ARE_FATAL', 'ERRORS_ABORT',
             'ERRHANDLER_NULL', 'get_vendor', 'NotSimulated', 'WIN_NULL',
             'FILE_NULL', 'SESSION_NULL', 'Pcontrol', 'Get_error_class',
-            'Get_error_string', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
+            'Get_error_string', 'Add_error_class', 'Add_error_code',
+            'Add_error_string', 'INFO_ENV', 'KEYVAL_INVALID', 'TAG_UB',
+            'IO', 'WTIME_IS_GLOBAL', 'UNIVERSE_SIZE', 'APPNUM',
+            'LASTUSEDCODE', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
             'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
+            'Grequest',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
@@ -68,8 +78,12 @@ Win = _Win     # simulated, unlike the other handle types
 memory = buffer
 FILE_NULL = _UNSUPPORTED['File']()
 SESSION_NULL = _UNSUPPORTED['Session']()
-ERRORS_ABORT = Errhandler('MPI_ERRORS_ABORT')
-ERRHANDLER_NULL = Errhandler('MPI_ERRHANDLER_NULL')
+# Attribute keys with behaviour (values.py only names the others).
+KEYVAL_INVALID, TAG_UB, IO = (_commattr.KEYVAL_INVALID, _commattr.TAG_UB,
+                              _commattr.IO)
+WTIME_IS_GLOBAL, UNIVERSE_SIZE = (_commattr.WTIME_IS_GLOBAL,
+                                  _commattr.UNIVERSE_SIZE)
+APPNUM, LASTUSEDCODE = _commattr.APPNUM, _commattr.LASTUSEDCODE
 VERSION, SUBVERSION = 3, 1
 MAX_PROCESSOR_NAME = 256
 
@@ -206,18 +220,6 @@ def Pcontrol(level):
     if not isinstance(level, int):
         raise TypeError('Pcontrol level must be an int, got {!r}'.format(
             level))
-
-
-def Get_error_class(errorcode):
-    """The error class of an error code (the code itself here)."""
-    return errorcode
-
-
-def Get_error_string(errorcode):
-    """MPI's text for an error code."""
-    return str(_constants.Exception(errorcode))
-
-
 
 
 def Alloc_mem(size, info=None):

@@ -17,20 +17,22 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                      ERR_ROOT, ERR_TAG, IDENT, PROC_NULL,
                                      SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.commattr import CommProps
 from simulator.mpi.group import Group
-from simulator.mpi.handles import ERRORS_RETURN, Info
+from simulator.mpi.handles import HandleMixin
 from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
+from simulator.mpi.unsupported import not_simulated
 
-__all__ = ['Comm', 'Intracomm', 'NullComm', 'COMM_NULL']
+__all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL']
 
 
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
-           Scans, PersistentCollectives):
+           Scans, PersistentCollectives, CommProps, HandleMixin):
     """A communicator, with mpi4py's method names and argument order.
 
     Point-to-point methods come from :class:`~simulator.mpi.p2p.
@@ -45,11 +47,21 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         # Subclasses (mpi4py.util.pkl5's) call Comm.__new__(cls, comm).
         return super().__new__(cls)
 
-    def __init__(self, state=None):
-        if isinstance(state, Comm):
+    def __init__(self, comm=None):
+        if isinstance(comm, Comm):
             # Comm(comm): another handle to the same communicator
-            state = state._state
-        self._state = state
+            comm = comm._state
+        elif comm is not None and not isinstance(comm, CommState):
+            raise TypeError('Comm() argument must be a Comm, not '
+                            '{}'.format(type(comm).__name__))
+        self._state = comm
+
+    def _handle_target(self):
+        return self._state
+
+    @classmethod
+    def _from_target(cls, target):
+        return cls(target)
 
     def __reduce__(self):
         state = self._state
@@ -88,6 +100,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     def Get_name(self):
         """The communicator's name (``MPI_COMM_WORLD``...; '' for one
         made by Split or Dup and never named, as in Open MPI)."""
+        if self._state is None:
+            return 'MPI_COMM_NULL'
         return self._s.title
 
     def Set_name(self, name):
@@ -96,25 +110,21 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     name = property(Get_name, Set_name)
 
-    def Set_errhandler(self, errhandler):
-        """Accepted; simulated errors always raise MPI.Exception."""
-        self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
-
-    def Get_errhandler(self):
-        """Errors raise exceptions (mpi4py's default)."""
-        return ERRORS_RETURN
-
     def Is_inter(self):
         """Always False: only intracommunicators are simulated."""
+        self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
         return False
 
     def Is_intra(self):
         """Always True."""
+        self._s  # noqa: B018
         return True
 
     def Compare(self, comm):
         """IDENT (same handle), CONGRUENT (same group, same order),
         SIMILAR (same members, another order) or UNEQUAL."""
+        if not isinstance(comm, Comm):
+            raise TypeError('Compare expects a Comm, got {!r}'.format(comm))
         a, b = self._s, comm._s
         if a is b:
             return IDENT
@@ -149,6 +159,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         s = self._s
         if s.ctx in (('world',),) or s.ctx[0] == 'self':
             raise MPIException(ERR_COMM, 'cannot free {}'.format(s.name))
+        self._drop_attrs()
         s.freed = True
         self._state = None
 
@@ -272,9 +283,12 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         # Dup keeps the handle's type, as mpi4py's (a pkl5.Intracomm's Dup
         # is one), except the rank-local COMM_WORLD / COMM_SELF class.
         cls = type(self)
-        if getattr(cls, '_rank_local', False):
-            return self._new(state)
-        return cls(state)
+        new = self._new(state) if getattr(cls, '_rank_local', False) \
+            else cls(state)
+        self._inherit(new)
+        if info is not None and info:
+            new.Set_info(info)
+        return new
 
     Clone = Dup
 
@@ -288,11 +302,13 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         return UNDEFINED
 
     def Attach_buffer(self, buf):
-        """Accepted: simulated buffered sends never run out of buffer."""
+        """Keep ``buf`` for Detach_buffer (simulated buffered sends
+        never run out of buffer, so it is never written)."""
+        self._s.props['buffer'] = buf
 
     def Detach_buffer(self):
-        """Accepted; no buffer was kept."""
-        return None
+        """The buffer Attach_buffer gave (None if none)."""
+        return self._s.props.pop('buffer', None)
 
     def Flush_buffer(self):
         """Nothing to flush (buffered sends are eager)."""
@@ -303,8 +319,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     @classmethod
     def Get_parent(cls):
-        """COMM_NULL: no process was spawned (not simulated)."""
-        return _null_constant()
+        """A null Intercomm: no process was spawned (not simulated)."""
+        return Intercomm()
 
     @classmethod
     def Create_from_group(cls, group, stringtag='org.mpi4py',
@@ -319,19 +335,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         return self.Dup(info), Request()
 
     def Dup_with_info(self, info):
-        """Dup; hints are ignored."""
+        """Dup with ``info``'s hints (kept, not acted upon)."""
         return self.Dup(info)
-
-    def Set_info(self, info):
-        """Accepted; hints are ignored."""
-        self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
-
-    def Get_info(self):
-        """An empty Info (no hints are kept)."""
-        self._s  # noqa: B018
-        return Info()
-
-    info = property(Get_info, Set_info)
 
     def Get_group(self):
         """The communicator's group."""
@@ -394,6 +399,39 @@ class Intracomm(Comm):
     """mpi4py's intracommunicator type (every simulated communicator)."""
 
     __module__ = 'simulator.mpi'
+
+
+class Intercomm(Comm):
+    """mpi4py's intercommunicator type: only its null handle exists here
+    (what ``Get_parent`` returns); intercommunicators are not
+    simulated."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, comm=None):
+        super().__init__(comm)
+        if self._state is not None:
+            raise not_simulated('MPI.Intercomm over {}'.format(
+                self._state.name))
+
+    def _inter(self, what):
+        self._s  # noqa: B018 -- ERR_COMM on the null handle
+        raise not_simulated('MPI.Intercomm.{}'.format(what))
+
+    def Get_remote_group(self):
+        """Not simulated."""
+        return self._inter('Get_remote_group')
+
+    def Get_remote_size(self):
+        """Not simulated."""
+        return self._inter('Get_remote_size')
+
+    def Merge(self, high=False):
+        """Not simulated."""
+        return self._inter('Merge')
+
+    remote_group = property(Get_remote_group)
+    remote_size = property(Get_remote_size)
 
 
 def NullComm():  # mirrors the COMM_NULL constant

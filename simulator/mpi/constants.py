@@ -1,4 +1,6 @@
 """mpi4py's special values, error classes and ``MPI.Exception``."""
+import operator as _operator
+
 from simulator.engine.p2p import ANY_SOURCE, ANY_TAG, PROC_NULL
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
@@ -6,7 +8,10 @@ __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
            'SUCCESS', 'ERR_BUFFER', 'ERR_COUNT', 'ERR_TYPE', 'ERR_TAG',
            'ERR_COMM', 'ERR_RANK', 'ERR_ROOT', 'ERR_REQUEST', 'ERR_GROUP',
            'ERR_TRUNCATE', 'ERR_OTHER',
-           'ERR_ARG', 'ERR_OP', 'ERR_INTERN', 'InPlaceType', 'IN_PLACE',
+           'ERR_ARG', 'ERR_OP', 'ERR_INTERN', 'ERR_UNKNOWN', 'ERR_INFO_KEY',
+           'ERR_INFO_NOKEY', 'ERR_INFO_VALUE', 'ERR_INFO', 'ERR_KEYVAL',
+           'ERR_ERRHANDLER', 'ERR_LASTCODE', 'ERR_SESSION', 'ERR_WIN',
+           'ERR_UNSUPPORTED_OPERATION', 'InPlaceType', 'IN_PLACE',
            'BottomType', 'BOTTOM', 'Exception', 'THREAD_SINGLE',
            'THREAD_FUNNELED', 'THREAD_SERIALIZED', 'THREAD_MULTIPLE']
 
@@ -33,6 +38,17 @@ ERR_ARG = 13
 ERR_OTHER = 16
 ERR_TRUNCATE = 15
 ERR_INTERN = 17
+ERR_UNKNOWN = 14
+ERR_INFO_KEY = 31
+ERR_INFO_NOKEY = 32
+ERR_INFO_VALUE = 33
+ERR_INFO = 34
+ERR_KEYVAL = 36
+ERR_UNSUPPORTED_OPERATION = 52
+ERR_WIN = 53
+ERR_SESSION = 78
+# Open MPI 5 numbers MPI_ERR_ERRHANDLER as its last code.
+ERR_ERRHANDLER = ERR_LASTCODE = 92
 
 _ERROR_STRINGS = {
     ERR_BUFFER: 'MPI_ERR_BUFFER: invalid buffer pointer',
@@ -49,6 +65,18 @@ _ERROR_STRINGS = {
     ERR_TRUNCATE: 'MPI_ERR_TRUNCATE: message truncated',
     ERR_OTHER: 'MPI_ERR_OTHER: known error not in list',
     ERR_INTERN: 'MPI_ERR_INTERN: internal error',
+    SUCCESS: 'MPI_SUCCESS: no errors',
+    ERR_UNKNOWN: 'MPI_ERR_UNKNOWN: unknown error',
+    ERR_INFO_KEY: 'MPI_ERR_INFO_KEY: invalid info key',
+    ERR_INFO_NOKEY: 'MPI_ERR_INFO_NOKEY: no such key',
+    ERR_INFO_VALUE: 'MPI_ERR_INFO_VALUE: invalid info value',
+    ERR_INFO: 'MPI_ERR_INFO: invalid info object',
+    ERR_KEYVAL: 'MPI_ERR_KEYVAL: invalid key value',
+    ERR_UNSUPPORTED_OPERATION: 'MPI_ERR_UNSUPPORTED_OPERATION: operation '
+                               'not supported',
+    ERR_WIN: 'MPI_ERR_WIN: invalid window',
+    ERR_SESSION: 'MPI_ERR_SESSION: Invalid session handle',
+    ERR_ERRHANDLER: 'Unknown error (this should not happen!)',
 }
 
 
@@ -73,23 +101,72 @@ _builtin_exception = Exception
 
 
 class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
-    """An MPI error, like ``mpi4py.MPI.Exception`` (a RuntimeError)."""
+    """An MPI error, like ``mpi4py.MPI.Exception`` (a RuntimeError that
+    compares and converts like its error code)."""
 
     __module__ = 'simulator.mpi'
 
-    def __init__(self, ierr=ERR_OTHER, detail=None):
-        self.error_code = ierr
-        text = _ERROR_STRINGS.get(ierr, 'MPI error {}'.format(ierr))
-        if detail:
-            text = '{} ({})'.format(text, detail)
-        super().__init__(text)
+    def __init__(self, ierr=SUCCESS, detail=None):
+        if not isinstance(ierr, int):
+            raise TypeError('MPI.Exception error code must be an int, got '
+                            '{!r}'.format(ierr))
+        self.error_code = int(ierr)
+        self.detail = detail
+        super().__init__(ierr)
+
+    def __str__(self):
+        text = error_string(self.error_code)
+        if self.detail:
+            text = '{} ({})'.format(text, self.detail)
+        return text
+
+    def __repr__(self):
+        return 'MPI.Exception({})'.format(self.error_code)
+
+    def __int__(self):
+        return self.error_code
+
+    def __index__(self):
+        return self.error_code
+
+    def __bool__(self):
+        return self.error_code != SUCCESS
+
+    def __hash__(self):
+        return hash(self.error_code)
+
+    def _cmp(self, other, op):
+        if isinstance(other, Exception):
+            other = other.error_code
+        if not isinstance(other, int):
+            return NotImplemented
+        return op(self.error_code, other)
+
+    def __eq__(self, other):
+        return self._cmp(other, _operator.eq)
+
+    def __ne__(self, other):
+        return self._cmp(other, _operator.ne)
+
+    def __lt__(self, other):
+        return self._cmp(other, _operator.lt)
+
+    def __le__(self, other):
+        return self._cmp(other, _operator.le)
+
+    def __gt__(self, other):
+        return self._cmp(other, _operator.gt)
+
+    def __ge__(self, other):
+        return self._cmp(other, _operator.ge)
 
     def Get_error_class(self):
         """The MPI error class, e.g. ``ERR_TRUNCATE``."""
-        return self.error_code
+        from simulator.mpi.errors import Get_error_class
+        return Get_error_class(self.error_code)
 
     def Get_error_code(self):
-        """The MPI error code (same as the class here)."""
+        """The MPI error code."""
         return self.error_code
 
     def Get_error_string(self):
@@ -98,3 +175,12 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
 
     error_class = property(Get_error_class)
     error_string = property(Get_error_string)
+
+
+def error_string(code):
+    """MPI's text for ``code`` (user strings from Add_error_string)."""
+    from simulator.mpi.errors import Get_error_string
+    try:
+        return Get_error_string(code)
+    except Exception:
+        return 'MPI error {}'.format(code)

@@ -166,6 +166,11 @@ class Group:
     def __reduce__(self):
         if self._members is None:
             return (Group, ()) if self is not GROUP_NULL else 'GROUP_NULL'
+        if self is GROUP_EMPTY:
+            return 'GROUP_EMPTY'
+        if not self._members:
+            # Empty groups are the same on every process.
+            return (Group._of, ((),))
         raise ValueError('cannot serialize {!r}: groups are local to a '
                          'process'.format(self))
 

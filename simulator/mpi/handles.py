@@ -1,36 +1,113 @@
-"""``Info`` and ``Errhandler``: handles the simulator accepts and keeps
-simple (hints are ignored; errors always raise ``MPI.Exception``)."""
+"""Integer handles (``handle``, ``toint``/``fromint``, ``py2f``/``f2py``)
+for the simulator's MPI objects.
 
-__all__ = ['Info', 'Errhandler', 'INFO_NULL', 'ERRORS_RETURN',
-           'ERRORS_ARE_FATAL']
+An MPI object is named by an int that another handle object can be made
+from (``MPI.Request.fromhandle(req.handle)``), as C and Fortran code do
+with mpi4py's handles. Each rank numbers the objects it was asked about in
+its own table (a rank is a process); 0 is the null handle of every kind.
+``Info`` and ``Errhandler`` live in :mod:`simulator.mpi.commattr`.
+"""
+import itertools
+
+from simulator.engine.actors import current
+
+__all__ = ['HandleMixin', 'handle_of', 'target_of', 'register_fixed']
+
+# Used only outside a simulated rank (objects made at import time).
+_OUTSIDE = {}
+# Predefined objects keep one number in every rank (filled at import).
+_FIXED_NUMBER = {}
+_FIXED_TARGET = {}
 
 
-class Info:
-    """``MPI.Info``: hints are accepted and ignored by the simulator."""
+def register_fixed(target, number, kind):
+    """Give the predefined ``target`` the handle ``number`` (< 1024)
+    in every rank; ``kind`` is its class's name."""
+    _FIXED_NUMBER[id(target)] = (number, target)
+    _FIXED_TARGET[kind, number] = target
 
-    __module__ = 'simulator.mpi'
+
+def _table():
+    ctx = current()
+    local = _OUTSIDE if ctx is None else ctx.local
+    table = local.get('mpi.handles')
+    if table is None:
+        table = local['mpi.handles'] = {
+            'numbers': itertools.count(1 << 10), 'by_id': {},
+            'by_number': {}}
+    return table
+
+
+def handle_of(target):
+    """The int naming ``target`` in this rank (0 for None: the null)."""
+    if target is None:
+        return 0
+    fixed = _FIXED_NUMBER.get(id(target))
+    if fixed is not None and fixed[1] is target:
+        return fixed[0]
+    table = _table()
+    entry = table['by_id'].get(id(target))
+    if entry is None:
+        number = next(table['numbers'])
+        # Keep the object: a handle stays valid while the program holds
+        # the int, as an MPI handle does until the object is freed.
+        table['by_id'][id(target)] = entry = (number, target)
+        table['by_number'][number] = target
+    return entry[0]
+
+
+def target_of(number, kind):
+    """The object the int ``number`` names in this rank (None for 0)."""
+    if not isinstance(number, int):
+        raise TypeError('{} handle must be an int, got {!r}'.format(
+            kind, number))
+    if number == 0:
+        return None
+    if (kind, number) in _FIXED_TARGET:
+        return _FIXED_TARGET[kind, number]
+    try:
+        return _table()['by_number'][number]
+    except KeyError:
+        raise ValueError('{} handle {} names no object of this '
+                         'rank'.format(kind, number)) from None
+
+
+class HandleMixin:
+    """``handle``, ``toint``, ``py2f`` and their inverses for a class whose
+    instances name a target object (``_handle_target()``) and can be made
+    from one (``_from_target(target)``)."""
+
+    def _handle_target(self):
+        raise NotImplementedError
 
     @classmethod
-    def Create(cls):
-        """A fresh, empty Info."""
-        return cls()
+    def _from_target(cls, target):
+        return cls() if target is None else cls(target)
 
-    def Free(self):
-        """Nothing to free."""
+    @property
+    def handle(self):
+        """The object's int handle (0 for the null object)."""
+        return handle_of(self._handle_target())
 
+    def toint(self):
+        """The C int of the handle."""
+        return self.handle
 
-class Errhandler:
-    """``MPI.Errhandler``: errors always raise ``MPI.Exception`` here."""
+    def py2f(self):
+        """The Fortran int of the handle."""
+        return self.handle
 
-    __module__ = 'simulator.mpi'
+    @classmethod
+    def fromhandle(cls, handle):
+        """A new handle object of this class for the int ``handle``."""
+        return cls._from_target(target_of(handle, cls.__name__))
 
-    def __init__(self, name):
-        self.name = name
+    @classmethod
+    def fromint(cls, value):
+        """``fromhandle`` for a C int."""
+        return cls.fromhandle(value)
 
-    def Free(self):
-        """Predefined handlers cannot be freed; a no-op."""
-
-
-INFO_NULL = Info()
-ERRORS_RETURN = Errhandler('MPI_ERRORS_RETURN')
-ERRORS_ARE_FATAL = Errhandler('MPI_ERRORS_ARE_FATAL')
+    @classmethod
+    def f2py(cls, value):
+        """``fromhandle`` for a Fortran int."""
+        return cls.fromhandle(value)

@@ -7,7 +7,6 @@ payloads into messages and messages back into objects or buffer contents,
 with mpi4py's errors. The mixin relies on ``Comm``'s ``_s`` (the rank's
 :class:`~simulator.engine.communicator.CommState`) and argument checks.
 """
-
 import warnings
 
 import numpy as np
@@ -21,7 +20,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi import pickling
 from simulator.mpi.msgspec import parse
-from simulator.mpi.request import Request
+from simulator.mpi.request import ProcNullRequest, Request
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER']
 
@@ -123,35 +122,6 @@ class RecvRequest(Request):
         buf.flush()
 
 
-class _ProcNullRequest(Request):
-    """A send to PROC_NULL: an active request (true, unlike
-    REQUEST_NULL) that completes at once when waited on or tested."""
-
-    __module__ = 'simulator.mpi'
-
-    def __init__(self):
-        super().__init__()
-        self._done = False
-
-    def _waitable(self):
-        return None
-
-    def Get_status(self, status=None):
-        if status is not None and not self._done:
-            status._fill(PROC_NULL, ANY_TAG, 0)
-        return True
-
-    def wait(self, status=None):
-        if not self._done:
-            self._done = True
-            if status is not None:
-                status._fill(PROC_NULL, ANY_TAG, 0)
-        return None
-
-    def test(self, status=None):
-        return True, self.wait(status)
-
-
 def _untyped(datatype):
     return datatype is not None and datatype.name in ('MPI_BYTE',
                                                       'MPI_PACKED')
@@ -170,7 +140,7 @@ class PointToPoint:
                             raw=capture(3))
         world = s.world
         if dest == PROC_NULL:
-            return _ProcNullRequest()
+            return ProcNullRequest()
         msg = p2p.Message(s.rank, tag, kind, payload, datatype, record,
                           len(payload) if kind == OBJECT else
                           payload.nbytes)

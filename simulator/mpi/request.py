@@ -5,99 +5,242 @@ testing go through :mod:`simulator.engine.activity`. ``_finish(status)``
 runs outside the world lock (it may copy large buffers) and returns the
 lowercase ``wait()`` result.
 """
-from simulator.engine import activity
-from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, SUCCESS, UNDEFINED
+import numpy as np
 
-__all__ = ['Status', 'Request', 'REQUEST_NULL']
+from simulator.engine import activity
+from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_COUNT,
+                                     ERR_REQUEST, ERR_TYPE, PROC_NULL,
+                                     SUCCESS, UNDEFINED)
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.handles import HandleMixin
+
+__all__ = ['Status', 'Request', 'ProcNullRequest', 'Grequest',
+           'REQUEST_NULL']
 
 
 class Status:
-    """Source, tag, size and error of a completed receive."""
+    """Source, tag, error, byte count and cancelled flag of a completed
+    operation, laid out like Open MPI's ``MPI_Status`` (three ints, the
+    cancelled flag, a size_t count), which ``tomemory()`` exposes."""
 
     __module__ = 'simulator.mpi'
+    __slots__ = ('_mem',)
 
     def __init__(self, status=None):
-        self.source = ANY_SOURCE
-        self.tag = ANY_TAG
-        self.error = SUCCESS
-        self.nbytes = 0
-        self.cancelled = False
-        if status is not None:
-            self.source, self.tag = status.source, status.tag
-            self.error, self.nbytes = status.error, status.nbytes
+        if status is not None and not isinstance(status, Status):
+            raise TypeError('Status() argument must be a Status, not '
+                            '{}'.format(type(status).__name__))
+        self._mem = np.zeros(1, _STATUS_LAYOUT)
+        if status is None:
+            self._mem['source'] = ANY_SOURCE
+            self._mem['tag'] = ANY_TAG
+        else:
+            self._mem[:] = status._mem
+
+    def _get(self, field):
+        return int(self._mem[field][0])
+
+    def _set(self, field, value):
+        if not isinstance(value, int):
+            raise TypeError('Status {} must be an int, got {!r}'.format(
+                field, value))
+        self._mem[field] = value
 
     def Get_source(self):
         """Rank the message came from (in the receive's communicator)."""
-        return self.source
+        return self._get('source')
+
+    def Set_source(self, source):
+        """Set the message source."""
+        self._set('source', source)
 
     def Get_tag(self):
         """Tag of the message."""
-        return self.tag
+        return self._get('tag')
+
+    def Set_tag(self, tag):
+        """Set the message tag."""
+        self._set('tag', tag)
 
     def Get_error(self):
         """Error code (SUCCESS)."""
-        return self.error
+        return self._get('error')
+
+    def Set_error(self, error):
+        """Set the error code."""
+        self._set('error', error)
+
+    source = property(Get_source, Set_source)
+    tag = property(Get_tag, Set_tag)
+    error = property(Get_error, Set_error)
+
+    @property
+    def nbytes(self):
+        """Bytes received."""
+        return self._get('ucount')
+
+    @nbytes.setter
+    def nbytes(self, value):
+        self._mem['ucount'] = value
 
     def Get_count(self, datatype=None):
-        """Number of ``datatype`` elements received (bytes by default)."""
-        size = 1 if datatype is None else datatype.Get_size()
+        """Number of ``datatype`` elements received (bytes by default);
+        UNDEFINED when the bytes are not a whole number of them."""
+        size = 1 if datatype is None else _type_size(datatype, 'Get_count')
+        nbytes = self.nbytes
+        if size == 0:
+            return 0
+        if nbytes % size:
+            return UNDEFINED
+        return nbytes // size
+
+    def Get_elements(self, datatype):
+        """Number of basic elements of ``datatype`` received."""
+        size = _type_size(datatype, 'Get_elements')
         if size == 0:
             return 0
         if self.nbytes % size:
             return UNDEFINED
         return self.nbytes // size
 
-    def Get_elements(self, datatype):
-        """Same as Get_count for predefined datatypes."""
-        return self.Get_count(datatype)
+    def Set_elements(self, datatype, count):
+        """Record ``count`` elements of ``datatype`` (for Get_count)."""
+        size = _type_size(datatype, 'Set_elements')
+        if not isinstance(count, int):
+            raise TypeError('Set_elements count must be an int, got '
+                            '{!r}'.format(count))
+        if count < 0:
+            raise MPIException(ERR_COUNT, 'Set_elements count {} < 0'.format(
+                count))
+        self.nbytes = count * size
 
     def Is_cancelled(self):
         """True for a receive withdrawn by ``Cancel`` before it matched."""
-        return self.cancelled
-
-    def Set_source(self, source):
-        self.source = source
-
-    def Set_tag(self, tag):
-        self.tag = tag
-
-    def Set_error(self, error):
-        self.error = error
-
-    def Set_elements(self, datatype, count):
-        """Record ``count`` elements of ``datatype`` (for Get_count)."""
-        self.nbytes = count * datatype.Get_size()
+        return bool(self._mem['cancelled'][0])
 
     def Set_cancelled(self, flag):
         """Mark the status cancelled (or not)."""
-        self.cancelled = bool(flag)
+        self._mem['cancelled'] = bool(flag)
 
-    count = property(Get_count)
+    cancelled = property(Is_cancelled, Set_cancelled)
+
+    @property
+    def count(self):
+        """Byte count."""
+        return self.Get_count()
+
+    @count.setter
+    def count(self, value):
+        self.Set_elements(_byte(), value)
+
+    def tomemory(self):
+        """The status's bytes (writable: changes show in the fields)."""
+        return memoryview(self._mem.view(np.intc))
 
     def _fill(self, source, tag, nbytes):
-        self.source, self.tag, self.nbytes = source, tag, nbytes
-        self.cancelled = False
+        self._mem['source'] = source
+        self._mem['tag'] = tag
+        self._mem['error'] = SUCCESS
+        self._mem['cancelled'] = 0
+        self._mem['ucount'] = nbytes
+
+    def _empty(self):
+        """MPI's empty status (what a null or inactive request gives)."""
+        self._fill(ANY_SOURCE, ANY_TAG, 0)
+
+    def _copy_from(self, other):
+        self._mem[:] = other._mem
+
+    def __eq__(self, other):
+        if not isinstance(other, Status):
+            return NotImplemented
+        return self._mem.tobytes() == other._mem.tobytes()
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    __hash__ = None
+
+    def __reduce__(self):
+        return (_new_status, (self.source, self.tag, self.error,
+                              self.nbytes, self.Is_cancelled()))
 
     def __repr__(self):
         return '<Status source={} tag={} bytes={}>'.format(
             self.source, self.tag, self.nbytes)
 
 
-class Request:
+_STATUS_LAYOUT = np.dtype([('source', np.intc), ('tag', np.intc),
+                           ('error', np.intc), ('cancelled', np.intc),
+                           ('ucount', np.uintp)])
+
+
+def _new_status(source, tag, error, nbytes, cancelled):
+    status = Status()
+    status._mem['source'], status._mem['tag'] = source, tag
+    status._mem['error'], status._mem['ucount'] = error, nbytes
+    status._mem['cancelled'] = cancelled
+    return status
+
+
+def _byte():
+    from simulator.mpi.datatypes import DATATYPE_NAMES
+    return DATATYPE_NAMES['BYTE']
+
+
+def _type_size(datatype, what):
+    from simulator.mpi.datatypes import DATATYPE_NULL, Datatype
+    if not isinstance(datatype, Datatype):
+        raise TypeError('Status.{}: expected a Datatype, got {!r}'.format(
+            what, datatype))
+    if datatype == DATATYPE_NULL:
+        raise MPIException(ERR_TYPE, 'Status.{} with DATATYPE_NULL'.format(
+            what))
+    return datatype.Get_size()
+
+
+class Request(HandleMixin):
     """A pending operation: ``Wait/Test/wait/test`` and the static
     ``Waitall/Testall/Waitany/waitall``.
 
     It wraps the engine's :class:`~simulator.engine.activity.Activity`
     (None for a request that is complete from the start); subclasses
     deliver results in ``_finish(status)``, outside the world lock.
+    ``Request(req)`` is another handle to ``req``'s operation: it
+    forwards to that request (its ``_origin``).
     """
 
     __module__ = 'simulator.mpi'
 
-    def __init__(self, activity=None):
-        self._activity = activity
-        self._done = activity is None
+    def __init__(self, request=None):
+        if isinstance(request, Request):
+            _forward_to(self, request._origin)
+            return
+        if request is not None and not isinstance(request,
+                                                  activity.Activity):
+            raise TypeError('Request() argument must be a Request, not '
+                            '{}'.format(type(request).__name__))
+        self._activity = request
+        self._done = request is None
         self._result = None
+        self._last = None
+
+    def __getattr__(self, name):
+        # Only handles made by Request(req) miss attributes: they are
+        # the original request's.
+        origin = self.__dict__.get('_origin_req')
+        if origin is None or name.startswith('__'):
+            raise AttributeError(name)
+        return getattr(origin, name)
+
+    @property
+    def _origin(self):
+        return self.__dict__.get('_origin_req', self)
+
+    def _handle_target(self):
+        origin = self._origin
+        return origin if origin else None
 
     @property
     def record(self):
@@ -113,8 +256,19 @@ class Request:
 
     def _complete(self, status):
         if not self._done:
-            self._result = self._finish(status)
+            # Every completion keeps its status: Waitsome reports it
+            # after Waitany completed the request.
+            last = Status()
+            self._result = self._finish(last)
+            self._last = last
             self._done = True
+            if status is not None:
+                status._copy_from(last)
+        elif status is not None:
+            if self._last is not None:
+                status._copy_from(self._last)
+            else:
+                status._empty()
         return self._result
 
     def Wait(self, status=None):
@@ -125,6 +279,8 @@ class Request:
     def wait(self, status=None):
         """Block until complete; return the received object (or None)."""
         if self._done:
+            if status is not None:
+                status._empty()     # a null request's empty status
             return None
         activity.wait(self._activity)
         return self._complete(status)
@@ -136,6 +292,8 @@ class Request:
     def test(self, status=None):
         """(done, object): never blocks."""
         if self._done:
+            if status is not None:
+                status._empty()
             return True, None
         if not activity.test(self._activity):
             return False, None
@@ -143,13 +301,25 @@ class Request:
 
     def Get_status(self, status=None):
         """True when the operation is complete (does not complete it)."""
-        return self._done or activity.test(self._activity)
+        if self._done:
+            if status is not None:
+                status._empty()
+            return True
+        return activity.test(self._activity)
 
     def Cancel(self):
         """Sends cannot be cancelled (as in Open MPI); receives can."""
+        if self._done:
+            raise MPIException(ERR_REQUEST, 'Cancel of a null request')
 
     def Free(self):
-        """Forget the request (the operation still takes place)."""
+        """Forget the request (the operation still takes place); the
+        handle becomes REQUEST_NULL."""
+        if self._done:
+            raise MPIException(ERR_REQUEST, 'Free of a null request')
+        if self.Get_status():
+            self._complete(None)
+        self._done = True
 
     def cancel(self):
         """Lowercase ``Cancel`` (mpi4py's object-request spelling)."""
@@ -160,20 +330,24 @@ class Request:
         return self.Get_status(status)
 
     def __bool__(self):
+        origin = self.__dict__.get('_origin_req')
+        if origin is not None:
+            return bool(origin)
         return not self._done
 
     def __eq__(self, other):
         # A completed request is REQUEST_NULL, as mpi4py's handle becomes.
         if not isinstance(other, Request):
             return NotImplemented
-        return self is other or (not self and not other)
+        a, b = self._origin, other._origin
+        return a is b or (not a and not b)
 
     def __ne__(self, other):
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
     def __hash__(self):
-        return id(self)
+        return id(self._origin)
 
     def __reduce__(self):
         if self is REQUEST_NULL:
@@ -190,11 +364,10 @@ class Request:
     @staticmethod
     def waitall(requests, statuses=None):
         """Wait for every request; return their objects."""
-        out = []
-        for i, req in enumerate(requests):
-            st = statuses[i] if statuses is not None and \
-                i < len(statuses) else None
-            out.append(req.wait(st))
+        requests = list(requests)
+        sts = [Status() for _ in requests]
+        out = [req.wait(st) for req, st in zip(requests, sts)]
+        _release(statuses, sts, len(requests))
         return out
 
     @staticmethod
@@ -205,6 +378,7 @@ class Request:
     @staticmethod
     def testall(requests, statuses=None):
         """(all done, objects or None)."""
+        requests = list(requests)
         for req in requests:
             if not req.Get_status():
                 return False, None
@@ -218,8 +392,11 @@ class Request:
     @staticmethod
     def waitany(requests, status=None):
         """(index, object) of the first request that completes."""
+        requests = list(requests)
         active = [r for r in requests if not r._done]
         if not active:
+            if status is not None:
+                status._empty()
             return UNDEFINED, None
         if any(r._waitable() is None for r in active):
             # Requests that are not one engine activity (persistent,
@@ -252,18 +429,23 @@ class Request:
     def testany(requests, status=None):
         """(index, flag, object) of a completed request, never
         blocking."""
+        requests = list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
-        if active and all(r._waitable() is not None for _, r in active) \
+        if not active:
+            if status is not None:
+                status._empty()
+            return UNDEFINED, True, None
+        if all(r._waitable() is not None for _, r in active) \
                 and active[0][1]._waitable().world.schedule is not None:
             # Which complete request it reports is the schedule's choice.
             k = activity.test_any([r._waitable() for _, r in active])
             if k is None:
                 return UNDEFINED, False, None
             return active[k][0], True, active[k][1].wait(status)
-        for i, req in enumerate(requests):
-            if not req._done and req.Get_status():
+        for i, req in active:
+            if req.Get_status():
                 return i, True, req.wait(status)
-        return UNDEFINED, all(r._done for r in requests), None
+        return UNDEFINED, False, None
 
     @staticmethod
     def Get_status_any(requests, status=None):
@@ -271,12 +453,25 @@ class Request:
         for i, req in enumerate(requests):
             if not req._done and req.Get_status():
                 return i, True
-        return UNDEFINED, all(r._done for r in requests)
+        if all(r._done for r in requests):
+            if status is not None:
+                status._empty()
+            return UNDEFINED, True
+        return UNDEFINED, False
+
+    get_status_any = Get_status_any
 
     @staticmethod
     def Get_status_all(requests, statuses=None):
         """True when every request is complete (none is completed)."""
-        return all(r._done or r.Get_status() for r in requests)
+        requests = list(requests)
+        flag = all(r._done or r.Get_status() for r in requests)
+        if flag:
+            _release(statuses, [Status() for _ in requests],
+                     len(requests))
+        return flag
+
+    get_status_all = Get_status_all
 
     @staticmethod
     def Get_status_some(requests, statuses=None):
@@ -284,8 +479,12 @@ class Request:
         active)."""
         if all(r._done for r in requests):
             return None
-        return [i for i, r in enumerate(requests)
-                if not r._done and r.Get_status()]
+        indices = [i for i, r in enumerate(requests)
+                   if not r._done and r.Get_status()]
+        _release(statuses, [Status() for _ in requests], len(indices))
+        return indices
+
+    get_status_some = Get_status_some
 
     @staticmethod
     def Waitsome(requests, statuses=None):
@@ -296,6 +495,7 @@ class Request:
     @staticmethod
     def waitsome(requests, statuses=None):
         """(indices, objects) of at least one completed request."""
+        requests = list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
             return None, None
@@ -304,8 +504,8 @@ class Request:
             picked = [index] + [k for k, (_, r) in enumerate(active)
                                 if k != index and not r._done and
                                 r.Get_status()]
-            return Request._completed(active, picked, statuses)
-        return Request._completed(active, activity.wait_some(
+            return Request._completed(requests, active, picked, statuses)
+        return Request._completed(requests, active, activity.wait_some(
             [r._waitable() for _, r in active]), statuses)
 
     @staticmethod
@@ -317,36 +517,153 @@ class Request:
     @staticmethod
     def testsome(requests, statuses=None):
         """(indices, objects) of the requests complete now."""
+        requests = list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
             return None, None
         if any(r._waitable() is None for _, r in active):
-            return Request._completed(active, [
+            return Request._completed(requests, active, [
                 k for k, (_, r) in enumerate(active) if r.Get_status()],
                 statuses)
-        return Request._completed(active, activity.test_some(
+        return Request._completed(requests, active, activity.test_some(
             [r._waitable() for _, r in active]), statuses)
 
     @staticmethod
-    def _completed(active, picked, statuses):
+    def _completed(requests, active, picked, statuses):
         indices, objects = [], []
-        for k in picked:
+        sts = [Status() for _ in requests]
+        for n, k in enumerate(picked):
             i, req = active[k]
-            n = len(indices)
-            st = statuses[n] if statuses is not None and \
-                n < len(statuses) else None
-            if st is None and isinstance(statuses, list):
-                # mpi4py grows a list of statuses to the count completed
-                st = Status()
-                statuses.append(st)
             if req._done:       # completed by waitany just above
                 objects.append(req._result)
-                if st is not None and getattr(req, '_status', None):
-                    st.__dict__.update(req._status.__dict__)
+                req._complete(sts[n])
             else:
-                objects.append(req.wait(st))
+                objects.append(req.wait(sts[n]))
             indices.append(i)
+        _release(statuses, sts, len(indices))
         return indices, objects
+
+
+class ProcNullRequest(Request):
+    """An operation with PROC_NULL as its peer: active until waited for
+    (a handle that tests true, as MPI's), then empty of data."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self):
+        super().__init__()
+        self._done = False
+
+    def _finish(self, status):
+        status._fill(PROC_NULL, ANY_TAG, 0)
+        return None
+
+    def wait(self, status=None):
+        return self._complete(status) if not self._done else \
+            super().wait(status)
+
+    def test(self, status=None):
+        return True, self.wait(status)
+
+    def Get_status(self, status=None):
+        if status is not None and not self._done:
+            self._finish(status)
+            return True
+        return super().Get_status(status)
+
+    def Cancel(self):
+        """Nothing to cancel."""
+
+    def _waitable(self):
+        return None
+
+
+class Grequest(Request):
+    """A generalized request: the program's own operation, complete once
+    ``Complete()`` is called (by any thread of the rank)."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, request=None):
+        if request is not None and not isinstance(request, Grequest):
+            raise TypeError('Grequest() argument must be a Grequest, not '
+                            '{}'.format(type(request).__name__))
+        super().__init__()
+        if request is not None:
+            _forward_to(self, request._origin)
+
+    @classmethod
+    def Start(cls, query_fn=None, free_fn=None, cancel_fn=None,
+              args=None, kwargs=None):
+        """Begin a generalized request; ``query_fn(status, *args,
+        **kwargs)`` fills its status, ``free_fn`` runs when it is freed
+        or completed by a wait, ``cancel_fn(completed)`` on Cancel."""
+        from simulator.engine.actors import current
+        from simulator.engine.trace import CallRecord
+        ctx = current()
+        if ctx is None:
+            raise RuntimeError('Grequest.Start outside a simulated rank')
+        req = cls()
+        req._fns = (query_fn, free_fn, cancel_fn, tuple(args or ()),
+                    dict(kwargs or {}))
+        req._completed = False
+        req._activity = activity.Condition(
+            ctx.world, ctx.rank, CallRecord('Grequest.Start', ctx.rank),
+            lambda: req._completed)
+        req._done = False
+        return req
+
+    def Complete(self):
+        """Mark the operation complete (wakes a rank waiting for it)."""
+        if self._done or self._completed:
+            raise MPIException(ERR_REQUEST, 'Complete of a null or '
+                               'completed generalized request')
+        world = self._activity.world
+        with world.lock:
+            self._completed = True
+            world.version += 1      # a change: pollers are not stuck
+            world.wake(self._activity.rank)
+
+    complete = Complete
+
+    def _finish(self, status):
+        query_fn, free_fn, _, args, kwargs = self._fns
+        status._empty()
+        if query_fn is not None:
+            query_fn(status, *args, **kwargs)
+        if free_fn is not None:
+            free_fn(*args, **kwargs)
+        return None
+
+    def Cancel(self):
+        """Run the cancel callback (told whether it completed)."""
+        super().Cancel()
+        cancel_fn, args, kwargs = self._fns[2:]
+        if cancel_fn is not None:
+            cancel_fn(self._completed, *args, **kwargs)
+
+
+def _forward_to(handle, origin):
+    """Make ``handle`` another name of the request ``origin``."""
+    handle.__dict__['_origin_req'] = origin
+    for name in ('Wait', 'wait', 'Test', 'test', 'Get_status',
+                 'get_status', 'Cancel', 'cancel', 'Free', 'Start',
+                 '_complete', '_finish', '_ready', '_waitable'):
+        method = getattr(origin, name, None)
+        if method is not None:
+            handle.__dict__[name] = method
+
+
+def _release(statuses, sts, outcount):
+    """Copy the per-request statuses ``sts`` into the caller's
+    ``statuses`` as mpi4py does: a list grows to ``outcount`` entries,
+    then the first min(len(requests), len(statuses)) are overwritten."""
+    if statuses is None:
+        return
+    if outcount > len(statuses) and isinstance(statuses, list):
+        statuses.extend(Status() for _ in range(len(statuses), outcount))
+    for st, src in zip(statuses, sts):
+        st._copy_from(src)
 
 
 REQUEST_NULL = Request()

@@ -64,8 +64,8 @@ def _handle_type(name):
 
 
 CLASSES = {name: _handle_type(name) for name in (
-    'Win', 'File', 'Session', 'Intercomm', 'Topocomm', 'Cartcomm',
-    'Graphcomm', 'Distgraphcomm', 'Grequest', 'memory')}
+    'Win', 'File', 'Session', 'Topocomm', 'Cartcomm',
+    'Graphcomm', 'Distgraphcomm', 'memory')}
 
 
 def _refuse(name):
@@ -78,6 +78,5 @@ def _refuse(name):
 
 FUNCTIONS = {name: _refuse(name) for name in (
     'Open_port', 'Close_port', 'Publish_name', 'Unpublish_name',
-    'Lookup_name', 'Register_datarep', 'Add_error_class', 'Add_error_code',
-    'Add_error_string', 'Remove_error_class', 'Remove_error_code',
-    'Remove_error_string', 'Get_hw_resource_info')}
+    'Lookup_name', 'Register_datarep', 'Remove_error_class',
+    'Remove_error_code', 'Remove_error_string', 'Get_hw_resource_info')}

@@ -39,7 +39,8 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.msgspec import parse
 from simulator.mpi.group import Group
-from simulator.mpi.handles import ERRORS_RETURN, INFO_NULL, Info
+from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL, Errhandler,
+                                    Info)
 from simulator.mpi.memory import buffer
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
@@ -312,7 +313,7 @@ class Win(bytearray):
     def Get_info(self):
         """An empty Info (hints are not kept)."""
         self._s  # noqa: B018
-        return Info()
+        return Info.Create()
 
     def Set_info(self, info):
         """Accepted; hints are ignored."""
@@ -324,13 +325,14 @@ class Win(bytearray):
         """The error handler set last (ERRORS_RETURN at first: errors
         raise MPI.Exception)."""
         self._s  # noqa: B018
-        return self._attrs.get('errhandler', ERRORS_RETURN)
+        # A new handle each time: freeing it leaves the window's alone.
+        return Errhandler(self._attrs.get('errhandler', ERRORS_RETURN))
 
     def Set_errhandler(self, errhandler):
         """Keep ``errhandler`` (errors raise MPI.Exception whatever it
         is)."""
         self._s  # noqa: B018
-        self._attrs['errhandler'] = errhandler
+        self._attrs['errhandler'] = Errhandler(errhandler)
 
     def tomemory(self):
         """The local window memory as a buffer."""

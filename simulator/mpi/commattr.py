@@ -1,0 +1,557 @@
+"""What a communicator carries besides its group: error handlers,
+attributes (keyvals) and info hints, with mpi4py's ``Errhandler`` and
+``Info`` objects.
+
+A communicator keeps them in its rank's ``CommState.props`` (a rank is a
+process: nothing here is shared between ranks). Errors inside the
+simulator always raise ``MPI.Exception`` (mpi4py's default handler,
+ERRORS_RETURN, on every communicator); ``Call_errhandler`` runs the
+handler that is set, and a fatal one aborts the world as MPI would.
+"""
+import itertools
+
+from simulator.engine.actors import current
+from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
+                                     ERR_INFO_KEY, ERR_INFO_NOKEY,
+                                     ERR_INFO_VALUE, ERR_KEYVAL, SUCCESS)
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.handles import HandleMixin, register_fixed
+
+__all__ = ['Errhandler', 'Info', 'ERRHANDLER_NULL', 'ERRORS_RETURN',
+           'ERRORS_ARE_FATAL', 'ERRORS_ABORT', 'INFO_NULL', 'INFO_ENV',
+           'KEYVAL_INVALID', 'TAG_UB', 'IO', 'WTIME_IS_GLOBAL',
+           'UNIVERSE_SIZE', 'APPNUM', 'LASTUSEDCODE', 'CommProps',
+           'MAX_USER_ERRHANDLERS']
+
+KEYVAL_INVALID = -1
+# Open MPI's predefined attribute keys (COMM_WORLD carries them).
+TAG_UB, IO, WTIME_IS_GLOBAL, APPNUM, LASTUSEDCODE, UNIVERSE_SIZE = \
+    0, 2, 3, 4, 5, 6
+_PREDEFINED_KEYS = (TAG_UB, IO, WTIME_IS_GLOBAL, APPNUM, LASTUSEDCODE,
+                    UNIVERSE_SIZE)
+TAG_UB_VALUE = 2 ** 31 - 1
+
+# mpi4py keeps a table of 32 Python error handlers per object kind.
+MAX_USER_ERRHANDLERS = 32
+
+MAX_INFO_KEY, MAX_INFO_VAL = 36, 256
+
+
+# -- error handlers ---------------------------------------------------------
+class _Handler:
+    """One error handler (what Errhandler handles name)."""
+
+    __slots__ = ('name', 'fn', '__weakref__')
+
+    def __init__(self, name, fn=None):
+        self.name = name
+        self.fn = fn
+
+    def __repr__(self):
+        return '<error handler {}>'.format(self.name)
+
+
+_FATAL = _Handler('ERRORS_ARE_FATAL')
+_RETURN = _Handler('ERRORS_RETURN')
+_ABORT = _Handler('ERRORS_ABORT')
+_PREDEFINED_HANDLERS = {h.name: h for h in (_FATAL, _RETURN, _ABORT)}
+# Open MPI's Fortran numbers of the predefined handlers.
+for _number, _handler in ((1, _FATAL), (2, _RETURN), (3, _ABORT)):
+    register_fixed(_handler, _number, 'Errhandler')
+
+
+class Errhandler(HandleMixin):
+    """``MPI.Errhandler``: a handle to an error handler."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, errhandler=None):
+        if errhandler is None:
+            self._h = None
+        elif isinstance(errhandler, Errhandler):
+            self._h = errhandler._h
+        elif isinstance(errhandler, _Handler):
+            self._h = errhandler
+        else:
+            raise TypeError('Errhandler() argument must be an Errhandler, '
+                            'not {}'.format(type(errhandler).__name__))
+
+    def _handle_target(self):
+        return self._h
+
+    def Free(self):
+        """Release this handle (it becomes ERRHANDLER_NULL); predefined
+        constants stay as they are."""
+        if self._h is None:
+            raise MPIException(ERR_ARG, 'Free of ERRHANDLER_NULL')
+        if self._h.fn is not None:
+            _user_handlers().discard(self._h)
+        if not any(self is c for c in _CONSTANTS.values()):
+            self._h = None
+
+    def free(self):
+        """``Free`` if not null."""
+        if self._h is not None:
+            self.Free()
+
+    def __bool__(self):
+        return self._h is not None
+
+    def __eq__(self, other):
+        if not isinstance(other, Errhandler):
+            return NotImplemented
+        return self._h is other._h
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return id(self._h)
+
+    def __reduce__(self):
+        for name, constant in _CONSTANTS.items():
+            if self is constant:
+                return name
+        if self._h is None:
+            return (Errhandler, ())
+        if self._h.name in _PREDEFINED_HANDLERS:
+            return (_predefined, (self._h.name,))
+        raise ValueError('cannot serialize {!r}: a user error handler '
+                         'belongs to its process'.format(self))
+
+    def __repr__(self):
+        return '<simulator.mpi.Errhandler {}>'.format(
+            'ERRHANDLER_NULL' if self._h is None else self._h.name)
+
+
+def _predefined(name):
+    """A new handle to a predefined error handler (unpickling)."""
+    return Errhandler(_PREDEFINED_HANDLERS[name])
+
+
+def _user_handlers():
+    ctx = current()
+    local = _OUTSIDE if ctx is None else ctx.local
+    return local.setdefault('mpi.errhandlers', set())
+
+
+_OUTSIDE = {}
+
+ERRHANDLER_NULL = Errhandler()
+ERRORS_ARE_FATAL = Errhandler(_FATAL)
+ERRORS_RETURN = Errhandler(_RETURN)
+ERRORS_ABORT = Errhandler(_ABORT)
+_CONSTANTS = {'ERRHANDLER_NULL': ERRHANDLER_NULL,
+              'ERRORS_ARE_FATAL': ERRORS_ARE_FATAL,
+              'ERRORS_RETURN': ERRORS_RETURN, 'ERRORS_ABORT': ERRORS_ABORT}
+
+
+# -- info -------------------------------------------------------------------
+class Info(HandleMixin):
+    """``MPI.Info``: string hints (kept, never acted upon here)."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, info=None):
+        if info is None:
+            self._d = None
+        elif isinstance(info, Info):
+            self._d = info._d
+        else:
+            raise TypeError('Info() argument must be an Info, not '
+                            '{}'.format(type(info).__name__))
+
+    def _handle_target(self):
+        return self._d
+
+    @classmethod
+    def _from_target(cls, target):
+        info = cls()
+        info._d = target
+        return info
+
+    @classmethod
+    def Create(cls, items=None):
+        """A fresh Info, with ``items`` (a mapping or pairs) if given."""
+        info = cls()
+        info._d = {}
+        if items is not None:
+            if hasattr(items, 'keys'):
+                items = [(k, items[k]) for k in items.keys()]
+            for key, value in items:
+                info.Set(key, value)
+        return info
+
+    @classmethod
+    def Create_env(cls, args=None):
+        """An Info like INFO_ENV."""
+        return cls.Create(INFO_ENV.items())
+
+    @property
+    def _m(self):
+        if self._d is None:
+            raise MPIException(ERR_INFO, 'operation on INFO_NULL')
+        return self._d
+
+    def Dup(self):
+        """A copy with the same hints."""
+        info = Info()
+        info._d = dict(self._m)
+        return info
+
+    def Free(self):
+        """Release the Info (the handle becomes INFO_NULL)."""
+        self._m  # noqa: B018 -- raises on INFO_NULL
+        if self is INFO_NULL or self is INFO_ENV:
+            return
+        self._d = None
+
+    def free(self):
+        """``Free`` if not null."""
+        if self._d is not None:
+            self.Free()
+
+    @staticmethod
+    def _key(key):
+        if not isinstance(key, str):
+            raise TypeError('info key must be a str, got {!r}'.format(key))
+        if not key or len(key) > MAX_INFO_KEY:
+            raise MPIException(ERR_INFO_KEY, 'info key {!r} must have 1 to '
+                               '{} characters'.format(key, MAX_INFO_KEY))
+        return key
+
+    def Get(self, key):
+        """The value of ``key``, or None."""
+        d = self._m
+        return d.get(self._key(key))
+
+    def Set(self, key, value):
+        """Set ``key`` to the string ``value``."""
+        d = self._m
+        key = self._key(key)
+        if not isinstance(value, str):
+            raise TypeError('info value must be a str, got {!r}'.format(
+                value))
+        if not value or len(value) > MAX_INFO_VAL:
+            raise MPIException(ERR_INFO_VALUE, 'info value for {!r} must '
+                               'have 1 to {} characters'.format(
+                                   key, MAX_INFO_VAL))
+        d[key] = value
+
+    def Delete(self, key):
+        """Remove ``key`` (ERR_INFO_NOKEY if absent)."""
+        d = self._m
+        key = self._key(key)
+        if key not in d:
+            raise MPIException(ERR_INFO_NOKEY, 'info has no key {!r}'.format(
+                key))
+        del d[key]
+
+    def Get_nkeys(self):
+        """Number of keys."""
+        return len(self._m)
+
+    def Get_nthkey(self, n):
+        """The ``n``-th key."""
+        keys = list(self._m)
+        if not isinstance(n, int) or not 0 <= n < len(keys):
+            raise MPIException(ERR_ARG, 'info key index {!r} not in '
+                               '[0, {})'.format(n, len(keys)))
+        return keys[n]
+
+    # the mapping interface mpi4py adds
+    def __bool__(self):
+        return self._d is not None
+
+    def __len__(self):
+        return 0 if self._d is None else len(self._d)
+
+    def __contains__(self, key):
+        return self._d is not None and key in self._d
+
+    def __iter__(self):
+        return iter(list(self._d or ()))
+
+    def __getitem__(self, key):
+        value = self.Get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key, value):
+        self.Set(key, value)
+
+    def __delitem__(self, key):
+        if key not in self:
+            raise KeyError(key)
+        self.Delete(key)
+
+    def __eq__(self, other):
+        if not isinstance(other, Info):
+            return NotImplemented
+        return self._d is other._d
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return id(self._d)
+
+    def __reduce__(self):
+        if self is INFO_NULL:
+            return 'INFO_NULL'
+        if self is INFO_ENV:
+            return 'INFO_ENV'
+        return (_info_of, (None if self._d is None else list(self.items()),))
+
+    def get(self, key, default=None):
+        """The value of ``key`` or ``default``."""
+        value = self.Get(key) if self._d is not None else None
+        return default if value is None else value
+
+    def keys(self):
+        """The keys."""
+        return list(self._d or ())
+
+    def values(self):
+        """The values."""
+        return list((self._d or {}).values())
+
+    def items(self):
+        """(key, value) pairs."""
+        return list((self._d or {}).items())
+
+    def update(self, other=(), **kwds):
+        """Set several keys."""
+        items = other.items() if hasattr(other, 'items') else other
+        for key, value in itertools.chain(items, kwds.items()):
+            self.Set(key, value)
+
+    def pop(self, key, *default):
+        """Remove ``key``, returning its value."""
+        value = self.Get(key) if self._d is not None else None
+        if value is None:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        self.Delete(key)
+        return value
+
+    def popitem(self):
+        """Remove and return the last (key, value)."""
+        if not self._d:
+            raise KeyError('popitem(): info is empty')
+        return self._d.popitem()
+
+    def copy(self):
+        """``Dup``."""
+        return self.Dup()
+
+    def clear(self):
+        """Remove every key."""
+        self._m.clear()
+
+    def __repr__(self):
+        return '<simulator.mpi.Info {}>'.format(
+            'INFO_NULL' if self._d is None else self._d)
+
+
+def _info_of(items):
+    return Info() if items is None else Info.Create(items)
+
+
+INFO_NULL = Info()
+INFO_ENV = Info.Create({'thread_level': 'MPI_THREAD_MULTIPLE'})
+register_fixed(INFO_ENV._d, 1, 'Info')
+
+
+# -- keyvals ------------------------------------------------------------------
+def _keyvals():
+    ctx = current()
+    local = _OUTSIDE if ctx is None else ctx.local
+    table = local.get('mpi.keyvals')
+    if table is None:
+        # Open MPI numbers user keys after its predefined ones.
+        table = local['mpi.keyvals'] = {'next': itertools.count(13),
+                                        'fns': {}}
+    return table
+
+
+class CommProps:
+    """Error handlers, attributes and info of ``Comm``; a mixin over
+    ``self._s`` (the rank's CommState) and ``self._state``."""
+
+    # -- error handlers
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn):
+        """A new error handler calling ``errhandler_fn(comm, errorcode)``."""
+        if not callable(errhandler_fn):
+            raise TypeError('Create_errhandler expects a callable, got '
+                            '{!r}'.format(errhandler_fn))
+        live = _user_handlers()
+        if len(live) >= MAX_USER_ERRHANDLERS:
+            raise RuntimeError('cannot create more than {} user error '
+                               'handlers (free some)'.format(
+                                   MAX_USER_ERRHANDLERS))
+        handler = _Handler('user', errhandler_fn)
+        live.add(handler)
+        return Errhandler(handler)
+
+    def _checked(self):
+        if self._state is None:
+            raise MPIException(ERR_COMM, 'operation on COMM_NULL')
+        return self._s
+
+    def Get_errhandler(self):
+        """A new handle to the communicator's error handler."""
+        s = self._checked()
+        return Errhandler(s.props.get('errhandler', _RETURN))
+
+    def Set_errhandler(self, errhandler):
+        """Set the communicator's error handler."""
+        if not isinstance(errhandler, Errhandler):
+            raise TypeError('Set_errhandler expects an Errhandler, got '
+                            '{!r}'.format(errhandler))
+        s = self._checked()
+        if errhandler._h is None:
+            raise MPIException(ERR_ARG, 'Set_errhandler with '
+                               'ERRHANDLER_NULL on {}'.format(s.name))
+        s.props['errhandler'] = errhandler._h
+
+    def Call_errhandler(self, errorcode):
+        """Invoke the communicator's error handler with ``errorcode``."""
+        if not isinstance(errorcode, int):
+            raise TypeError('errorcode must be an int, got {!r}'.format(
+                errorcode))
+        s = self._checked()
+        handler = s.props.get('errhandler', _RETURN)
+        if handler.fn is not None:
+            handler.fn(self, errorcode)
+        elif handler is not _RETURN and errorcode != SUCCESS:
+            # ERRORS_ARE_FATAL / ERRORS_ABORT end the program.
+            self.Abort(errorcode)
+
+    # -- attributes
+    @classmethod
+    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
+        """A new attribute key; ``copy_fn(comm, keyval, value)`` makes the
+        Dup's value (True: the same value; None/False: not copied;
+        NotImplemented as its result: not copied)."""
+        table = _keyvals()
+        keyval = next(table['next'])
+        table['fns'][keyval] = (copy_fn, delete_fn)
+        return keyval
+
+    @classmethod
+    def Free_keyval(cls, keyval):
+        """Forget the key; returns KEYVAL_INVALID."""
+        table = _keyvals()
+        if keyval not in table['fns']:
+            raise MPIException(ERR_KEYVAL, 'Free_keyval: {!r} is not an '
+                               'attribute key'.format(keyval))
+        del table['fns'][keyval]
+        return KEYVAL_INVALID
+
+    def _keyval(self, keyval, what):
+        if not isinstance(keyval, int):
+            raise TypeError('{}: keyval must be an int, got {!r}'.format(
+                what, keyval))
+        if keyval not in _keyvals()['fns']:
+            raise MPIException(ERR_KEYVAL, '{}: {!r} is not an attribute '
+                               'key'.format(what, keyval))
+        return keyval
+
+    def Get_attr(self, keyval):
+        """The value stored under ``keyval`` (None if none)."""
+        s = self._checked()
+        if isinstance(keyval, int) and keyval in _PREDEFINED_KEYS:
+            return _predefined_attr(s, keyval)
+        self._keyval(keyval, 'Get_attr')
+        return s.props.get('attrs', {}).get(keyval)
+
+    def Set_attr(self, keyval, attrval):
+        """Store ``attrval`` under ``keyval`` (replacing, which runs the
+        delete callback of the old value)."""
+        s = self._checked()
+        self._keyval(keyval, 'Set_attr')
+        attrs = s.props.setdefault('attrs', {})
+        if keyval in attrs:
+            self._delete(keyval, attrs.pop(keyval))
+        attrs[keyval] = attrval
+
+    def Delete_attr(self, keyval):
+        """Remove the value under ``keyval``, running its delete
+        callback."""
+        s = self._checked()
+        self._keyval(keyval, 'Delete_attr')
+        attrs = s.props.get('attrs', {})
+        if keyval not in attrs:
+            raise MPIException(ERR_KEYVAL, 'Delete_attr: no attribute under '
+                               'key {} on {}'.format(keyval, s.name))
+        self._delete(keyval, attrs.pop(keyval))
+
+    def _delete(self, keyval, value):
+        fns = _keyvals()['fns'].get(keyval)
+        if fns is not None and callable(fns[1]):
+            fns[1](self, keyval, value)
+
+    def _inherit(self, new):
+        """Give the new communicator ``new`` (made by Dup) this one's
+        error handler and the attributes its copy callbacks copy."""
+        old = self._s
+        if 'errhandler' in old.props:
+            new._state.props['errhandler'] = old.props['errhandler']
+        table = _keyvals()['fns']
+        copied = {}
+        for keyval, value in old.props.get('attrs', {}).items():
+            copy_fn = table.get(keyval, (None, None))[0]
+            if copy_fn is True:
+                copied[keyval] = value
+            elif callable(copy_fn):
+                result = copy_fn(self, keyval, value)
+                if result is not NotImplemented:
+                    copied[keyval] = result
+        if copied:
+            new._state.props['attrs'] = copied
+        return new
+
+    def _drop_attrs(self):
+        """Run the delete callbacks (the communicator is being freed)."""
+        attrs = self._s.props.pop('attrs', {})
+        for keyval, value in list(attrs.items()):
+            self._delete(keyval, value)
+
+    # -- info
+    def Set_info(self, info):
+        """Keep ``info``'s hints (the simulator acts on none)."""
+        s = self._checked()
+        if not isinstance(info, Info):
+            raise TypeError('Set_info expects an Info, got {!r}'.format(
+                info))
+        s.props['info'] = dict(info._d or {})
+
+    def Get_info(self):
+        """A new Info with the hints in use."""
+        s = self._checked()
+        return Info.Create(s.props.get('info', {}))
+
+    info = property(Get_info, Set_info)
+
+
+def _predefined_attr(state, keyval):
+    """COMM_WORLD's predefined attributes (None on other
+    communicators), with Open MPI's values."""
+    if state.ctx != ('world',):
+        return None
+    return {TAG_UB: TAG_UB_VALUE, IO: -1, WTIME_IS_GLOBAL: 0, APPNUM: 0,
+            UNIVERSE_SIZE: state.world.size,
+            LASTUSEDCODE: last_used_code()}[keyval]
+
+
+def last_used_code():
+    """The highest error code in use (grows with Add_error_class)."""
+    from simulator.mpi.errors import last_used_code as last
+    return last()
+
