@@ -501,6 +501,8 @@ class CommProps:
         """Give the new communicator ``new`` (made by Dup) this one's
         error handler and the attributes its copy callbacks copy."""
         old = self._s
+        if old.ctx == ('world',) or old.props.get('predefined'):
+            new._state.props['predefined'] = True
         if 'errhandler' in old.props:
             new._state.props['errhandler'] = old.props['errhandler']
         table = _keyvals()['fns']
@@ -541,9 +543,11 @@ class CommProps:
 
 
 def _predefined_attr(state, keyval):
-    """COMM_WORLD's predefined attributes (None on other
-    communicators), with Open MPI's values."""
-    if state.ctx != ('world',):
+    """COMM_WORLD's predefined attributes, with Open MPI's values; its
+    duplicates copy all but LASTUSEDCODE; other communicators have
+    none."""
+    if state.ctx != ('world',) and not (
+            state.props.get('predefined') and keyval != LASTUSEDCODE):
         return None
     return {TAG_UB: TAG_UB_VALUE, IO: -1, WTIME_IS_GLOBAL: 0, APPNUM: 0,
             UNIVERSE_SIZE: state.world.size,

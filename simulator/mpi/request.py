@@ -447,43 +447,27 @@ class Request(HandleMixin):
                 return i, True, req.wait(status)
         return UNDEFINED, False, None
 
+    # MPI 4.1's Request_get_status_{any,all,some}: Open MPI 5.0, whose
+    # behaviour the simulator reproduces, does not have them, and
+    # mpi4py raises NotImplementedError there; so does the simulator, so
+    # that a program needing them learns it before the cluster job.
     @staticmethod
     def Get_status_any(requests, status=None):
-        """(index, flag) of a complete request, not completing it."""
-        for i, req in enumerate(requests):
-            if not req._done and req.Get_status():
-                return i, True
-        if all(r._done for r in requests):
-            if status is not None:
-                status._empty()
-            return UNDEFINED, True
-        return UNDEFINED, False
-
-    get_status_any = Get_status_any
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise _missing('Get_status_any')
 
     @staticmethod
     def Get_status_all(requests, statuses=None):
-        """True when every request is complete (none is completed)."""
-        requests = list(requests)
-        flag = all(r._done or r.Get_status() for r in requests)
-        if flag:
-            _release(statuses, [Status() for _ in requests],
-                     len(requests))
-        return flag
-
-    get_status_all = Get_status_all
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise _missing('Get_status_all')
 
     @staticmethod
     def Get_status_some(requests, statuses=None):
-        """Indices of the complete active requests (None if none is
-        active)."""
-        if all(r._done for r in requests):
-            return None
-        indices = [i for i, r in enumerate(requests)
-                   if not r._done and r.Get_status()]
-        _release(statuses, [Status() for _ in requests], len(indices))
-        return indices
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise _missing('Get_status_some')
 
+    get_status_any = Get_status_any
+    get_status_all = Get_status_all
     get_status_some = Get_status_some
 
     @staticmethod
@@ -641,6 +625,13 @@ class Grequest(Request):
         cancel_fn, args, kwargs = self._fns[2:]
         if cancel_fn is not None:
             cancel_fn(self._completed, *args, **kwargs)
+
+
+def _missing(name):
+    from simulator.mpi.unsupported import NotSimulated
+    return NotSimulated('simulator.mpi: MPI.Request.{} is MPI 4.1, which '
+                        'Open MPI 5.0 (the library the simulator '
+                        'reproduces) does not provide'.format(name))
 
 
 def _forward_to(handle, origin):
