@@ -415,20 +415,21 @@ class Intercomm(Comm):
                 self._state.name))
 
     def _inter(self, what):
-        self._s  # noqa: B018 -- ERR_COMM on the null handle
+        if isinstance(self, Comm):
+            self._s  # noqa: B018 -- ERR_COMM on the null handle
         raise not_simulated('MPI.Intercomm.{}'.format(what))
 
     def Get_remote_group(self):
         """Not simulated."""
-        return self._inter('Get_remote_group')
+        return Intercomm._inter(self, 'Get_remote_group')
 
     def Get_remote_size(self):
         """Not simulated."""
-        return self._inter('Get_remote_size')
+        return Intercomm._inter(self, 'Get_remote_size')
 
     def Merge(self, high=False):
         """Not simulated."""
-        return self._inter('Merge')
+        return Intercomm._inter(self, 'Merge')
 
     remote_group = property(Get_remote_group)
     remote_size = property(Get_remote_size)
