@@ -17,6 +17,7 @@ import os
 import pickle as _std
 
 from simulator.engine.process import process_state
+from simulator.mpi.memory import buffer
 
 __all__ = ['Pickle', 'pickle', 'dumps', 'loads', 'PROTOCOL', 'THRESHOLD']
 
@@ -24,13 +25,6 @@ __all__ = ['Pickle', 'pickle', 'dumps', 'loads', 'PROTOCOL', 'THRESHOLD']
 PROTOCOL = int(os.environ.get('MPI4PY_PICKLE_PROTOCOL',
                               _std.HIGHEST_PROTOCOL))
 THRESHOLD = int(os.environ.get('MPI4PY_PICKLE_THRESHOLD', 1024 ** 2 // 4))
-
-
-def _buffer_type():
-    # MPI.buffer when the facade has one (buffers handed out by dumps_oob
-    # are of that type in mpi4py); a memoryview otherwise.
-    import simulator.mpi as mpi
-    return getattr(mpi, 'buffer', None)
 
 
 class Pickle:
@@ -111,7 +105,7 @@ class Pickle:
         protocol = settings['protocol']
         protocol = max(PROTOCOL if protocol is None else protocol, 5)
         threshold = settings['threshold']
-        wrap = _buffer_type() or memoryview
+        wrap = buffer       # mpi4py hands out MPI.buffer objects
         buffers = []
 
         def keep_large(pickle_buffer):

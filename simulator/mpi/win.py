@@ -31,6 +31,7 @@ import threading
 import numpy as np
 
 from simulator.engine import collectives as coll
+from simulator.engine.actors import current
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
 from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK, ERR_TYPE,
@@ -825,10 +826,15 @@ def _single(*named):
 
 
 def _comm_or_self(comm):
-    if comm is None:
-        import simulator.mpi as mpi
-        return mpi.COMM_SELF
-    return comm
+    """``comm``, or the calling rank's COMM_SELF (mpi4py's default)."""
+    if comm is not None:
+        return comm
+    from simulator.mpi.comm import Intracomm
+    ctx = current()
+    states = None if ctx is None else ctx.local.get('mpi')
+    if states is None:
+        raise RuntimeError('simulator.mpi.Win used outside a simulated rank')
+    return Intracomm(states['COMM_SELF'])
 
 
 WIN_NULL = Win()
