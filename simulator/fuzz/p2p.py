@@ -82,7 +82,7 @@ def op_nonblocking_round(b):
         m.any_tag = pairs[(m.src, m.dst)] == 1 and rng.random() < 0.3
         if m.any_tag:
             m.any_source = False
-    finish = rng.choice(('waitall', 'each', 'testall'))
+    finish = rng.choice(('waitall', 'each', 'testall', 'waitany'))
     objects = msgs[0].objects
     lines = []
     for i in range(e.size):
@@ -120,6 +120,16 @@ def op_nonblocking_round(b):
             lines += ['    got = [None] * len(reqs)',
                       '    for i in {!r}:'.format(order),
                       '        got[i] = reqs[i].wait(sts[i])']
+        elif finish == 'waitany':
+            # Each completion's status lands where its request was.
+            call = 'waitany' if objects else 'Waitany'
+            lines += ['    got = [None] * len(reqs)',
+                      '    for _ in reqs:',
+                      '        st = MPI.Status()',
+                      '        i = MPI.Request.{}(reqs, st)'.format(call)]
+            if objects:
+                lines.append('        i, got[i] = i')
+            lines.append('        sts[i] = st')
         else:
             lines += ['    while True:',
                       '        done, got = MPI.Request.testall(reqs, sts)',
@@ -278,7 +288,8 @@ def op_sendrecv(b):
                  for s, a in zip(sources, any_source)]
     recv_tag = ['MPI.ANY_TAG' if a else base + max(s, 0)
                 for s, a in zip(sources, any_tag)]
-    call = rng.choice(('Sendrecv', 'Sendrecv_replace', 'sendrecv'))
+    call = rng.choice(('Sendrecv', 'Sendrecv_replace', 'sendrecv',
+                       'Isendrecv', 'Isendrecv_replace'))
     dt = rng.choice(DTYPES)
     count = pick_count(rng)
     lines = ['dest = {!r}[r]'.format(dests),
@@ -299,10 +310,18 @@ def op_sendrecv(b):
                   'c.Sendrecv({}, dest, {} + r, {}, source, recvtag, '
                   'st)'.format(spec(rng, 's', dt), base,
                                spec(rng, 'buf', dt))]
+    elif call == 'Isendrecv':
+        lines += ['s = data({}, r, {!r}, {})'.format(k, dt, count),
+                  'buf = fill({!r}, {})'.format(dt, count +
+                                               rng.choice((0, 0, 3))),
+                  'c.Isendrecv({}, dest, {} + r, {}, source, recvtag)'
+                  '.Wait(st)'.format(spec(rng, 's', dt), base,
+                                     spec(rng, 'buf', dt))]
     else:
         lines += ['buf = data({}, r, {!r}, {})'.format(k, dt, count),
-                  'c.Sendrecv_replace({}, dest, {} + r, source, recvtag, '
-                  'st)'.format(spec(rng, 'buf', dt), base)]
+                  'c.{}({}, dest, {} + r, source, recvtag{})'.format(
+                      call, spec(rng, 'buf', dt), base,
+                      ').Wait(st' if call.startswith('I') else ', st')]
     if call != 'sendrecv':
         lines += ['rec({}, "buf", buf)'.format(k),
                   _STATUS.format(k=k, label='status', st='st', buf='buf')]
