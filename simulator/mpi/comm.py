@@ -400,6 +400,12 @@ class Intracomm(Comm):
 
     __module__ = 'simulator.mpi'
 
+    def Create_intercomm(self, local_leader, peer_comm, remote_leader,
+                         tag=0):
+        """Not simulated: intercommunicators are outside the subset."""
+        raise not_simulated('Intracomm.Create_intercomm '
+                            '(intercommunicators)')
+
 
 class Intercomm(Comm):
     """mpi4py's intercommunicator type: only its null handle exists here

@@ -43,6 +43,9 @@ class Message:
     def __bool__(self):
         return self._state is not _NULL
 
+    def free(self):
+        """Nothing to release (mpi4py's ``free`` of a message handle)."""
+
     def __eq__(self, other):
         if not isinstance(other, Message):
             return NotImplemented

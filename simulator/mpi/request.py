@@ -321,6 +321,11 @@ class Request(HandleMixin):
             self._complete(None)
         self._done = True
 
+    def free(self):
+        """``Free`` unless the request is null (mpi4py's)."""
+        if not self._done:
+            self.Free()
+
     def cancel(self):
         """Lowercase ``Cancel`` (mpi4py's object-request spelling)."""
         self.Cancel()
