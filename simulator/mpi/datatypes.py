@@ -15,6 +15,7 @@ Buffer specifications are parsed in :mod:`simulator.mpi.msgspec`.
 """
 import numpy as np
 
+from simulator.engine.actors import current
 from simulator.mpi import typemap
 from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_TYPE
 from simulator.mpi.constants import Exception as MPIException
@@ -202,6 +203,10 @@ class Datatype:
         # references): it dies with the last Free.
         h.refs -= 1
         h.freed = h.refs <= 0
+        if h.freed:
+            for keyval, value in _rank_local('datatype_attrs').pop(
+                    id(h), {}).items():
+                self._delete_attr(keyval, value)
         if DATATYPE_NAMES.get(h.attr) is not self:
             self._h = None
 
@@ -217,7 +222,9 @@ class Datatype:
                     h.dtype, DUP, types=_retained([self]), params={},
                     code=h.code, typestr=h.typestr, typechar=h.typechar)
         dup.committed = h.committed
-        return Datatype._of(dup)
+        new = Datatype._of(dup)
+        self._copy_attrs(new)
+        return new
 
     Create_dup = Dup
 
@@ -515,6 +522,73 @@ class Datatype:
                                'with {} bytes'.format(typeclass, size))
         return DATATYPE_NAMES[attr]
 
+    # attributes (a rank's own: a predefined datatype is one object for
+    # every rank thread, its attributes belong to each process)
+    @classmethod
+    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
+        """A new datatype attribute key; ``copy_fn(datatype, keyval,
+        value)`` makes a Dup's value (True: the same value; None: not
+        copied; NotImplemented as its result: not copied)."""
+        table = _rank_local('datatype_keyvals')
+        keyval = table.setdefault('next', 1)
+        table['next'] = keyval + 1
+        table[keyval] = (copy_fn, delete_fn)
+        return keyval
+
+    @classmethod
+    def Free_keyval(cls, keyval):
+        """Forget the key; returns KEYVAL_INVALID."""
+        _attr_fns(keyval, 'Free_keyval')
+        del _rank_local('datatype_keyvals')[keyval]
+        return VALUES['KEYVAL_INVALID']
+
+    def _attrs(self, keyval, what):
+        h = self._t(what)
+        _attr_fns(keyval, what)
+        return _rank_local('datatype_attrs').setdefault(id(h), {})
+
+    def Get_attr(self, keyval):
+        """The value stored under ``keyval`` (None if none)."""
+        return self._attrs(keyval, 'Get_attr').get(keyval)
+
+    def Set_attr(self, keyval, attrval):
+        """Store ``attrval`` under ``keyval``."""
+        attrs = self._attrs(keyval, 'Set_attr')
+        if keyval in attrs:
+            self._delete_attr(keyval, attrs.pop(keyval))
+        attrs[keyval] = attrval
+
+    def Delete_attr(self, keyval):
+        """Remove the value under ``keyval`` (running its delete
+        callback)."""
+        attrs = self._attrs(keyval, 'Delete_attr')
+        if keyval not in attrs:
+            raise MPIException(VALUES['ERR_KEYVAL'], 'Delete_attr: no '
+                               'attribute under key {}'.format(keyval))
+        self._delete_attr(keyval, attrs.pop(keyval))
+
+    def _delete_attr(self, keyval, value):
+        delete_fn = _rank_local('datatype_keyvals')[keyval][1]
+        if callable(delete_fn):
+            delete_fn(self, keyval, value)
+
+    def _copy_attrs(self, new):
+        attrs = _rank_local('datatype_attrs').get(id(self._h))
+        if not attrs:
+            return
+        fns = _rank_local('datatype_keyvals')
+        copied = {}
+        for keyval, value in attrs.items():
+            copy_fn = fns.get(keyval, (None, None))[0]
+            if copy_fn is True:
+                copied[keyval] = value
+            elif callable(copy_fn):
+                result = copy_fn(self, keyval, value)
+                if result is not NotImplemented:
+                    copied[keyval] = result
+        if copied:
+            _rank_local('datatype_attrs')[id(new._h)] = copied
+
     @classmethod
     def fromhandle(cls, handle):
         """The datatype of a handle integer (from ``.handle``)."""
@@ -526,6 +600,28 @@ class Datatype:
         raise ValueError('unknown datatype handle {!r}'.format(handle))
 
     fromint = f2py = fromhandle
+
+
+_OUTSIDE = {}       # attribute tables used outside any simulated rank
+
+
+def _rank_local(name):
+    """The calling rank's own table ``name``."""
+    ctx = current()
+    store = _OUTSIDE if ctx is None else ctx.local
+    return store.setdefault(name, {})
+
+
+def _attr_fns(keyval, what):
+    if not isinstance(keyval, int):
+        raise TypeError('{}: keyval must be an int, got {!r}'.format(
+            what, keyval))
+    fns = _rank_local('datatype_keyvals').get(keyval) \
+        if keyval != 'next' else None
+    if fns is None:
+        raise MPIException(VALUES['ERR_KEYVAL'], '{}: {!r} is not a '
+                           'datatype attribute key'.format(what, keyval))
+    return fns
 
 
 def _retained(types):

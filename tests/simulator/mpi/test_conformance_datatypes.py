@@ -226,3 +226,27 @@ def test_predefined_datatype_codes(mpi_comm, MPI):
     assert MPI.Compute_dims(12, 3) == [3, 2, 2]
     assert MPI.Compute_dims(16, [0, 2, 0]) == [4, 2, 2]
     assert MPI.Compute_dims(7, 2) == [7, 1]
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_datatype_attributes(mpi_comm, MPI):
+    deleted = []
+    keyval = MPI.Datatype.Create_keyval(
+        copy_fn=lambda t, k, v: v + 1,
+        delete_fn=lambda t, k, v: deleted.append(v))
+    try:
+        with pytest.raises(MPI.Exception) as caught:
+            MPI.INT.Get_attr(MPI.KEYVAL_INVALID)
+        assert caught.value.Get_error_class() == MPI.ERR_KEYVAL
+        vector = MPI.INT.Create_vector(2, 1, 2)
+        assert vector.Get_attr(keyval) is None
+        vector.Set_attr(keyval, 10)
+        dup = vector.Dup()
+        assert (vector.Get_attr(keyval), dup.Get_attr(keyval)) == (10, 11)
+        vector.Delete_attr(keyval)
+        assert deleted == [10] and vector.Get_attr(keyval) is None
+        dup.Free()
+        assert deleted == [10, 11]
+        vector.Free()
+    finally:
+        assert MPI.Datatype.Free_keyval(keyval) == MPI.KEYVAL_INVALID
