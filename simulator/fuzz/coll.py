@@ -237,6 +237,9 @@ def op_alltoall(b):
     # Alltoallw (byte displacements, a datatype per block) not on one
     # rank: Open MPI 5 scales its displacements by the type size there.
     w = size > 1 and rng.random() < 0.4
+    in_place = rng.random() < 0.25
+    if in_place:
+        in_place_matrix(matrix)
     lines = []
     for i in range(size):
         sendcounts = matrix[i]
@@ -245,20 +248,36 @@ def op_alltoall(b):
         rd, rtotal, rpacked = _packed_or_gapped(rng, recvcounts)
         lines += ['{} r == {}:'.format('if' if i == 0 else 'elif', i),
                   '    s = data({}, r, {!r}, {})'.format(k, dt, stotal),
-                  '    rb = fill({!r}, {})'.format(dt, rtotal)]
+                  '    rb = {}'.format(
+                      'data({}, r, {!r}, {}, salt=1)'.format(k, dt, rtotal)
+                      if in_place else 'fill({!r}, {})'.format(dt, rtotal))]
         if w:
+            send = 'MPI.IN_PLACE' if in_place else \
+                '[s, {!r}, [d * s.itemsize for d in {!r}], [t] * {}]'.format(
+                    sendcounts, sd, size)
             lines += ['    t = MPI._typedict[s.dtype.char]',
-                      '    c.Alltoallw([s, {!r}, [d * s.itemsize for d in '
-                      '{!r}], [t] * {}], [rb, {!r}, [d * rb.itemsize for d '
+                      '    c.Alltoallw({}, [rb, {!r}, [d * rb.itemsize for d '
                       'in {!r}], [t] * {}])'.format(
-                          sendcounts, sd, size, recvcounts, rd, size)]
+                          send, recvcounts, rd, size)]
         else:
             lines.append('    c.Alltoallv({}, {})'.format(
-                _vector_spec(rng, 's', sendcounts, sd, dt, spacked),
+                'MPI.IN_PLACE' if in_place else _vector_spec(
+                    rng, 's', sendcounts, sd, dt, spacked),
                 _vector_spec(rng, 'rb', recvcounts, rd, dt, rpacked)))
     lines.append('rec({}, "rb", rb)'.format(k))
-    b.on_entity(e, '{} {} matrix={}'.format(
-        'Alltoallw' if w else 'Alltoallv', dt, matrix), lines)
+    b.on_entity(e, '{} {} matrix={} in_place={}'.format(
+        'Alltoallw' if w else 'Alltoallv', dt, matrix, in_place), lines)
+
+
+def in_place_matrix(matrix):
+    """Make an Alltoallv/w count matrix fit IN_PLACE: symmetric (a
+    rank's receive layout is its send layout), and every rank with a
+    non-empty block of its own (Open MPI 5's in-place Alltoallw hangs
+    when all of a rank's blocks are empty)."""
+    for i, row in enumerate(matrix):
+        for j in range(i):
+            row[j] = matrix[j][i]
+        row[i] = max(row[i], 1)
 
 
 def op_reduce_scatter(b):

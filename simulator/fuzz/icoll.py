@@ -10,7 +10,8 @@ rank that completes everything first to one that waits for it before
 completing (Open MPI progresses the collectives inside that receive).
 Send buffers are left untouched until completion, as MPI requires.
 """
-from simulator.fuzz.coll import _packed_or_gapped, _vector_spec
+from simulator.fuzz.coll import (_packed_or_gapped, _vector_spec,
+                                 in_place_matrix)
 from simulator.fuzz.model import (DTYPES, per_rank, pick_count,
                                   pick_reduction, pick_type, spec)
 
@@ -169,6 +170,9 @@ def _ialltoall(rng, k, j, e):
     # Not on one rank: Open MPI 5 scales Alltoallw's byte displacements
     # by the type size there (a bug in its self component).
     w = size > 1 and rng.random() < 0.4
+    in_place = rng.random() < 0.25
+    if in_place:
+        in_place_matrix(matrix)
     branches = []
     for i in range(size):
         sendcounts = matrix[i]
@@ -177,23 +181,28 @@ def _ialltoall(rng, k, j, e):
         rd, rtotal, rpacked = _packed_or_gapped(rng, recvcounts)
         body = ['{} = data({}, r, {!r}, {}, salt={})'.format(
                     s, k, dt, stotal, j),
-                '{} = fill({!r}, {})'.format(rb, dt, rtotal)]
+                '{} = {}'.format(rb, 'data({}, r, {!r}, {}, salt={})'.format(
+                    k, dt, rtotal, j + 50) if in_place else
+                    'fill({!r}, {})'.format(dt, rtotal))]
         if w:
             # Alltoallw: byte displacements, one datatype per block.
             size_of = _SIZES[dt]
             t = 'MPI._typedict[{}.dtype.char]'.format(s)
-            body.append('q.append(c.Ialltoallw([{}, {!r}, {!r}, [{}] * {}], '
-                        '[{}, {!r}, {!r}, [{}] * {}]))'.format(
-                            s, sendcounts, [d * size_of for d in sd], t,
-                            size, rb, recvcounts,
+            send = 'MPI.IN_PLACE' if in_place else \
+                '[{}, {!r}, {!r}, [{}] * {}]'.format(
+                    s, sendcounts, [d * size_of for d in sd], t, size)
+            body.append('q.append(c.Ialltoallw({}, [{}, {!r}, {!r}, '
+                        '[{}] * {}]))'.format(
+                            send, rb, recvcounts,
                             [d * size_of for d in rd], t, size))
         else:
             body.append('q.append(c.Ialltoallv({}, {}))'.format(
-                _vector_spec(rng, s, sendcounts, sd, dt, spacked),
+                'MPI.IN_PLACE' if in_place else _vector_spec(
+                    rng, s, sendcounts, sd, dt, spacked),
                 _vector_spec(rng, rb, recvcounts, rd, dt, rpacked)))
         branches.append(body)
-    return _Coll('{} {} matrix={}'.format(
-        'Ialltoallw' if w else 'Ialltoallv', dt, matrix),
+    return _Coll('{} {} matrix={} in_place={}'.format(
+        'Ialltoallw' if w else 'Ialltoallv', dt, matrix, in_place),
         _rank_branches(size, branches), [rb])
 
 
