@@ -45,3 +45,25 @@ def test_a_small_seed_agrees_with_mpiexec(tmp_path, family):
     path, diff = fuzz.fuzz_one(7, 3, str(tmp_path), ops=10, timeout=90,
                                families=[family])
     assert diff == [], '\n'.join(diff)
+
+
+def test_no_alltoallw_on_one_rank():
+    # Open MPI 5 scales Alltoallw's byte displacements by the type size
+    # on a one-rank communicator: the generator must not go there.
+    for seed in range(6):
+        for size in (1, 2, 3):
+            source = fuzz.generate(seed, size, ops=30,
+                                   families=['coll', 'icoll'])
+            for line in source.splitlines():
+                if line.startswith('# --- op') and 'lltoallw' in line:
+                    members = line.rsplit('[', 1)[1].rstrip(']')
+                    assert ',' in members, line
+
+
+def test_in_place_alltoallv_counts_are_symmetric_with_own_blocks():
+    from simulator.fuzz.coll import in_place_matrix
+    matrix = [[0, 3, 0], [1, 0, 0], [2, 5, 0]]
+    in_place_matrix(matrix)
+    assert all(matrix[i][j] == matrix[j][i] for i in range(3)
+               for j in range(3))
+    assert all(matrix[i][i] >= 1 for i in range(3))
