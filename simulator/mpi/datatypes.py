@@ -111,6 +111,15 @@ class Datatype:
         h = self._h
         return h is not None and (h.predefined or h.layout.dense())
 
+    def _element_size(self):
+        """Bytes of one basic element (what Status.Get_elements counts):
+        the base type's for a derived datatype of one predefined type."""
+        h = self._t('Get_elements')
+        base = h.layout.base
+        if h.predefined or base is None or base._h is h:
+            return h.layout.size
+        return base._h.layout.size
+
     # comparison, truth, pickling
     def __eq__(self, other):
         if not isinstance(other, Datatype):

@@ -96,7 +96,8 @@ class Status:
 
     def Get_elements(self, datatype):
         """Number of basic elements of ``datatype`` received."""
-        size = _type_size(datatype, 'Get_elements')
+        _type_size(datatype, 'Get_elements')
+        size = datatype._element_size()
         if size == 0:
             return 0
         if self.nbytes % size:

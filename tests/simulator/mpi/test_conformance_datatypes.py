@@ -111,6 +111,7 @@ def test_derived_datatype_message_bytes(mpi_comm, MPI, name):
         req.Wait()
         assert status.Get_count(datatype) == 2
         assert status.Get_count(MPI.INT) == packed.size
+        assert status.Get_elements(datatype) == packed.size
         touched = back != -1
         assert sorted(back[touched].tolist()) == sorted(MESSAGES[name])
         assert (back[touched] == src[touched]).all()
