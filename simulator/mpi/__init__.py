@@ -253,7 +253,9 @@ def Iflush_buffer():
 
 
 def Get_address(location):
-    """The address of a buffer's first byte."""
-    from simulator.mpi.msgspec import parse
-    data = parse(location, 'Get_address').data
-    return data.__array_interface__['data'][0]
+    """The address of a buffer's first byte (BOTTOM's is 0)."""
+    from simulator.mpi.msgspec import raw_bytes
+    if location is None or isinstance(location, _constants.BottomType):
+        return 0
+    data = raw_bytes(location, 'Get_address')
+    return data.__array_interface__['data'][0] if data.size else 0
