@@ -68,7 +68,8 @@ FAMILIES = {
     'obj': [(f, 2) for f in obj.OPS],
     'p2p': [(f, 4) for f in p2p.OPS],
     'groups': [(f, 2) for f in groups.OPS],
-    'icoll': [(f, 6) for f in icoll.OPS],
+    'icoll': [(icoll.op_icollectives, 6),
+              (icoll.op_icollectives_two_comms, 3)],
     'loc': [(f, 2) for f in loc.OPS],
     'persist': [(f, 3) for f in persist.OPS],
 }

@@ -15,7 +15,7 @@ from simulator.fuzz.coll import (_packed_or_gapped, _vector_spec,
 from simulator.fuzz.model import (DTYPES, per_rank, pick_count,
                                   pick_reduction, pick_type, spec)
 
-__all__ = ['OPS', 'op_icollectives']
+__all__ = ['OPS', 'op_icollectives', 'op_icollectives_two_comms']
 
 _SIZES = {'int8': 1, 'int16': 2, 'int32': 4, 'int64': 8, 'uint8': 1,
           'uint16': 2, 'uint32': 4, 'uint64': 8, 'float16': 2,
@@ -355,4 +355,50 @@ def op_icollectives(b):
         ' token {}->{}'.format(*token) if token else ''), lines)
 
 
-OPS = (op_icollectives,)
+def op_icollectives_two_comms(b):
+    """Non-blocking collectives on two communicators, started in an
+    order of each rank's own (MPI orders collectives per communicator
+    only) and completed in another."""
+    rng, k = b.rng, b.op_id
+    first = b.pick_entity()
+    second = b.pick_entity()
+    if first.var == second.var:
+        return op_icollectives(b)
+    kinds, weights = zip(*_KINDS)
+    plans = []
+    for n, e in enumerate((first, second)):
+        colls = [rng.choices(kinds, weights)[0](rng, k, 10 * n + j, e)
+                 for j in range(rng.randint(1, 2))]
+        plans.append((e, colls))
+    world = sorted(set(first.members) | set(second.members))
+    lines = []
+    for i, w in enumerate(world):
+        mine = [(n, e, colls) for n, (e, colls) in enumerate(plans)
+                if w in e.members]
+        rng.shuffle(mine)
+        body = ['q0, q1 = [], []']
+        for n, e, colls in mine:
+            body += ['c = {}'.format(e.var), 'r = c.Get_rank()',
+                     'q = q{}'.format(n)]
+            for one in colls:
+                body += one.lines
+        order = [(n, j) for n, e, colls in mine for j in range(len(colls))]
+        rng.shuffle(order)
+        body += ['for n, j in {!r}:'.format(order),
+                 '    (q0, q1)[n][j].Wait()']
+        for n, e, colls in sorted(mine, key=lambda m: m[0]):
+            body += ['r = {}.Get_rank()'.format(e.var)]
+            for j, one in enumerate(colls):
+                for x, what in enumerate(one.records):
+                    body.append('rec({}, "comm{}.c{}.{}", {})'.format(
+                        k, n, j, x, what))
+        lines.append('{} W == {}:'.format('if' if i == 0 else 'elif', w))
+        lines += ['    ' + line for line in body]
+    b.emit('icollectives on two communicators: {} on {} {}; {} on {} '
+           '{}'.format('; '.join(c.title for c in plans[0][1]), first.var,
+                       list(first.members),
+                       '; '.join(c.title for c in plans[1][1]), second.var,
+                       list(second.members)), world, lines)
+
+
+OPS = (op_icollectives, op_icollectives_two_comms)
