@@ -395,6 +395,10 @@ def parse(spec, where='buffer', vector=False, writable=False,
         raw, fmt = _memory(obj, writable, where)
         datatype = _datatype_of_format(fmt) if dt is None else \
             _datatype_of(dt)
+    if datatype and not datatype.is_predefined:
+        # A handle of our own: the caller may Free its datatype while the
+        # operation is pending, as MPI allows.
+        datatype = Datatype(datatype)
     if vector:
         return _vector(raw, obj, counts, displs, datatype, where, packed)
     displ = 0
@@ -594,15 +598,19 @@ class WBuffer:
             if not isinstance(t, Datatype):
                 raise TypeError('message: expecting Datatype, got {!r}'
                                 .format(t))
+        # read now: the caller may Free the datatypes while a
+        # non-blocking Ialltoallw is pending
+        self.layouts = [t.layout for t in self.types]
 
     def part(self, i):
         """Block ``i`` as a Buffer (``flush`` writes a received block)."""
         datatype, count, displ = self.types[i], self.counts[i], \
             self.displs[i]
-        if not count or not datatype.Get_size():
+        layout = self.layouts[i]
+        if not count or not layout.size:
             return Buffer(np.empty(0, datatype.dtype or np.uint8), datatype,
                           0)
-        index = datatype.layout.byte_index(count) + displ
+        index = layout.byte_index(count) + displ
         raw = self.raw
         if raw is None:
             # absolute addresses: the memory the typemap names
