@@ -15,7 +15,7 @@ from simulator.fuzz.coll import (_packed_or_gapped, _vector_spec,
 from simulator.fuzz.model import (DTYPES, per_rank, pick_count,
                                   pick_reduction, pick_type, spec)
 
-__all__ = ['OPS', 'op_icollectives', 'op_icollectives_two_comms']
+__all__ = ['KINDS', 'OPS', 'op_icollectives', 'op_icollectives_two_comms']
 
 _SIZES = {'int8': 1, 'int16': 2, 'int32': 4, 'int64': 8, 'uint8': 1,
           'uint16': 2, 'uint32': 4, 'uint64': 8, 'float16': 2,
@@ -279,7 +279,7 @@ def _ibarrier(rng, k, j, e):
     return _Coll('Ibarrier', ['q.append(c.Ibarrier())'], [])
 
 
-_KINDS = ((_ibcast, 2), (_igather, 2), (_iscatter, 2), (_iallgather, 2),
+KINDS = ((_ibcast, 2), (_igather, 2), (_iscatter, 2), (_iallgather, 2),
           (_ialltoall, 2), (_ireduce, 3), (_ireduce_scatter, 2),
           (_ibarrier, 1))
 
@@ -319,7 +319,7 @@ def op_icollectives(b):
     in each rank's own order, maybe with a token passed meanwhile."""
     rng, k = b.rng, b.op_id
     e = b.pick_entity()
-    kinds, weights = zip(*_KINDS)
+    kinds, weights = zip(*KINDS)
     colls = [rng.choices(kinds, weights)[0](rng, k, j, e)
              for j in range(rng.randint(1, 4))]
     lines = ['q = []']
@@ -364,7 +364,7 @@ def op_icollectives_two_comms(b):
     second = b.pick_entity()
     if first.var == second.var:
         return op_icollectives(b)
-    kinds, weights = zip(*_KINDS)
+    kinds, weights = zip(*KINDS)
     plans = []
     for n, e in enumerate((first, second)):
         colls = [rng.choices(kinds, weights)[0](rng, k, 10 * n + j, e)

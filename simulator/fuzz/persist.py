@@ -11,10 +11,14 @@ message. Persistent collectives (``Allreduce_init`` ...) are started in
 one order on every rank, as MPI requires, and completed in each rank's
 own order.
 """
+import re
+
+from simulator.fuzz import icoll
 from simulator.fuzz.model import (DTYPES, pick_count, pick_reduction,
                                   pick_type, spec)
 
-__all__ = ['OPS', 'op_persistent', 'op_persistent_collectives']
+__all__ = ['OPS', 'op_persistent', 'op_persistent_collectives',
+           'op_persistent_like_nonblocking']
 
 
 def op_persistent(b):
@@ -179,4 +183,40 @@ def op_persistent_collectives(b):
         '; '.join(p[3] for p in parts), rounds), lines)
 
 
-OPS = (op_persistent, op_persistent_collectives)
+def _as_persistent(line):
+    """``q.append(c.Igatherv(...))`` -> ``q.append(c.Gatherv_init(...))``."""
+    return re.sub(r'c\.I(\w)(\w*)\(',
+                  lambda m: 'c.{}{}_init('.format(m.group(1).upper(),
+                                                  m.group(2)), line)
+
+
+def op_persistent_like_nonblocking(b):
+    """The non-blocking family's collectives (vector layouts, IN_PLACE,
+    Alltoallw...) as persistent requests, started for a round or two."""
+    rng, k = b.rng, b.op_id
+    e = b.pick_entity()
+    kinds, weights = zip(*icoll.KINDS)
+    colls = [rng.choices(kinds, weights)[0](rng, k, j, e)
+             for j in range(rng.randint(1, 3))]
+    rounds = rng.randint(1, 2)
+    lines = ['q = []']
+    for one in colls:
+        lines += [_as_persistent(line) for line in one.lines]
+    lines.append('for rnd in range({}):'.format(rounds))
+    lines.append('    MPI.Prequest.Startall(q)' if rng.random() < 0.5 else
+                 '    for x in q:\n        x.Start()')
+    order = [list(range(len(colls))) for _ in e.members]
+    for o in order:
+        rng.shuffle(o)
+    lines += ['    for i in {}[r]:'.format(order), '        q[i].Wait()']
+    for j, one in enumerate(colls):
+        for x, what in enumerate(one.records):
+            lines.append('    rec({}, "c{}.{}", {})'.format(k, j, x, what))
+    lines += ['for x in q:', '    x.Free()']
+    b.on_entity(e, 'persistent like non-blocking [{}] rounds={}'.format(
+        '; '.join(_as_persistent(c.title) for c in colls), rounds),
+        '\n'.join(lines).split('\n'))
+
+
+OPS = (op_persistent, op_persistent_collectives,
+       op_persistent_like_nonblocking)
