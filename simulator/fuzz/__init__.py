@@ -5,10 +5,12 @@ simulator and under ``mpiexec``, compared bit for bit.
 :mod:`simulator.fuzz.runner`. Layers: :mod:`~simulator.fuzz.model` (the
 generator's view of the world), the operation kinds
 (:mod:`~simulator.fuzz.comm_ops`, :mod:`~simulator.fuzz.coll`,
-:mod:`~simulator.fuzz.obj`, :mod:`~simulator.fuzz.p2p`),
-:mod:`~simulator.fuzz.gen` (programs), :mod:`~simulator.fuzz.runner`
-(running and comparing); :mod:`~simulator.fuzz.runtime` is pasted into
-every program.
+:mod:`~simulator.fuzz.obj`, :mod:`~simulator.fuzz.p2p`,
+:mod:`~simulator.fuzz.icoll`, :mod:`~simulator.fuzz.loc`,
+:mod:`~simulator.fuzz.persist`, :mod:`~simulator.fuzz.groups`),
+:mod:`~simulator.fuzz.gen` (programs and their families),
+:mod:`~simulator.fuzz.runner` (running and comparing);
+:mod:`~simulator.fuzz.runtime` is pasted into every program.
 """
 from simulator.fuzz.gen import generate
 from simulator.fuzz.runner import (Run, compare, fuzz_one, main,

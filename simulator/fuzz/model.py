@@ -4,9 +4,13 @@ defines, and helpers that draw counts and buffer specs.
 
 The kinds themselves live in :mod:`simulator.fuzz.comm_ops` (communicator
 management), :mod:`~simulator.fuzz.coll` (buffer collectives),
-:mod:`~simulator.fuzz.obj` (object collectives) and
-:mod:`~simulator.fuzz.p2p` (point to point); :mod:`~simulator.fuzz.gen`
-draws among them.
+:mod:`~simulator.fuzz.obj` (object collectives),
+:mod:`~simulator.fuzz.p2p` (point to point, matched probes),
+:mod:`~simulator.fuzz.icoll` (non-blocking collectives),
+:mod:`~simulator.fuzz.loc` (MAXLOC/MINLOC),
+:mod:`~simulator.fuzz.persist` (persistent requests) and
+:mod:`~simulator.fuzz.groups` (groups and the communicators made from
+them); :mod:`~simulator.fuzz.gen` draws among them by family.
 """
 import random
 

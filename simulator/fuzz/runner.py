@@ -5,6 +5,7 @@ Usage (from the repository root, after ``. scripts/env.sh``)::
     python -m simulator.fuzz --seed 1 --ranks 1,2,3,4 --count 20
     python -m simulator.fuzz --seed 7 --ranks 3 --count 1 --keep /tmp/fz
     python -m simulator.fuzz --seed 7 --ranks 3 --show      # print program
+    python -m simulator.fuzz --families icoll,persist --ranks 2-4
 
 For each seed in ``seed .. seed+count-1`` and each rank count, it
 generates a valid program (:mod:`simulator.fuzz.gen`: matched,
@@ -19,7 +20,9 @@ keeps every program (and both runs' logs) under DIR; programs that
 differ are always kept. ``--sim-only`` runs the simulator alone, twice,
 and checks that it agrees with itself (no mpiexec needed);
 ``--send-mode rendezvous`` runs the simulator with synchronous sends,
-which also proves a program needs no message buffering.
+which also proves a program needs no message buffering. ``--families``
+draws only from some operation families (:data:`simulator.fuzz.gen.
+FAMILIES`; communicator management always).
 
 Results are compared exactly. Generated values avoid what Open MPI 5.0
 leaves to the CPU's vector unit (op/avx): NaN or signed-zero ties in
