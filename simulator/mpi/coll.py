@@ -265,7 +265,7 @@ def _gather(self, op, sendbuf, recvbuf, root, vector):
     size = len(s.group)
     at_root = s.rank == root
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
-                        writable=True,
+                        writable=True, packed=True,
                         vector=vector) if at_root else None
     send = parse_send(sendbuf, '{} send buffer'.format(op))
     if send is not None and send.in_place:
@@ -282,6 +282,7 @@ def _gather(self, op, sendbuf, recvbuf, root, vector):
             for r in range(size):
                 if r != st.rank or not send.in_place:
                     _copy(recv.part(r), slot.args[r], op, st.name, root, r)
+            recv.flush()
     sig = (('root', root),) if vector else (('root', root),)
     return _run(self, op, sig, mine, finish, stay=True)
 
@@ -292,8 +293,10 @@ def _scatter(self, op, sendbuf, recvbuf, root):
     size = len(s.group)
     at_root = s.rank == root
     send = parse_vector(sendbuf, size, '{} send buffer'.format(op),
-                        vector=op.endswith('v')) if at_root else None
-    recv = parse_send(recvbuf, '{} receive buffer'.format(op))
+                        vector=op.endswith('v'),
+                        packed=True) if at_root else None
+    recv = parse_send(recvbuf, '{} receive buffer'.format(op),
+                      writable=True)
     in_place = recv is not None and recv.in_place
     if in_place and not at_root:
         raise ValueError('{}: IN_PLACE is only valid at the root (rank {} '
@@ -304,6 +307,7 @@ def _scatter(self, op, sendbuf, recvbuf, root):
             return
         _copy(recv.head(), slot.args[root].part(st.rank), op, st.name,
               st.rank, root)
+        recv.flush()
     return _run(self, op, (('root', root),), send, finish, stay=True)
 
 
@@ -311,7 +315,7 @@ def _allgather(self, op, sendbuf, recvbuf):
     s = self._s
     size = len(s.group)
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
-                        writable=True,
+                        writable=True, packed=True,
                         vector=op.endswith('v'))
     send = parse_send(sendbuf, '{} send buffer'.format(op))
     in_place = send.in_place
@@ -321,6 +325,7 @@ def _allgather(self, op, sendbuf, recvbuf):
         for r in range(size):
             if r != st.rank or not in_place:
                 _copy(recv.part(r), slot.args[r], op, st.name, st.rank, r)
+        recv.flush()
     return _run(self, op, (('dtype', str(recv.dtype)),), mine, finish,
                 stay=True)
 
@@ -330,7 +335,7 @@ def _alltoall(self, op, sendbuf, recvbuf):
     size = len(s.group)
     vector = op.endswith('v')
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
-                        writable=True,
+                        writable=True, packed=True,
                         vector=vector)
     if sendbuf is None or isinstance(sendbuf, InPlaceType):
         # Others read our blocks while we overwrite them: send a snapshot.
@@ -341,12 +346,13 @@ def _alltoall(self, op, sendbuf, recvbuf):
                              else None], size, op)
     else:
         send = parse_vector(sendbuf, size, '{} send buffer'.format(op),
-                            vector=vector)
+                            vector=vector, packed=True)
 
     def finish(st, slot):
         for r in range(size):
             _copy(recv.part(r), slot.args[r].part(st.rank), op, st.name,
                   st.rank, r)
+        recv.flush()
     return _run(self, op, (('dtype', str(recv.dtype)),), send, finish,
                 stay=True)
 

@@ -12,7 +12,8 @@ A derived datatype whose elements are plain runs of memory moves as a
 view. Any other derived datatype moves through its typemap: the send side
 gathers the bytes into a packed copy, a receive scatters them back with
 :meth:`Buffer.flush` (the calls that support it say so with
-``packed=True``; elsewhere such a buffer raises NotSimulated).
+``packed=True``: p2p, Bcast, gathers, scatters, all-to-alls; a
+reduction's receive buffer raises NotSimulated).
 """
 import ctypes
 import operator
@@ -359,8 +360,9 @@ def _derived(raw, datatype, count, displ, where, packed):
     if not packed:
         raise NotSimulated('simulator.mpi: {}: a non-contiguous derived '
                            'datatype here is not simulated (it is in '
-                           'point-to-point calls, Bcast and send buffers of '
-                           'collectives)'.format(where))
+                           'point-to-point calls, send buffers, and the '
+                           'receive buffers of Bcast, gathers, scatters and '
+                           'all-to-alls)'.format(where))
     buf = Buffer(raw[index].view(dtype), datatype,
                  count * (lay.size // dtype.itemsize))
     buf.scatter = (raw, index)
@@ -459,11 +461,17 @@ def _vector(raw, obj, counts, displs, datatype, where, packed):
         raise ValueError('message: cannot infer count, buffer length {} is '
                          'not a multiple of datatype extent {}'.format(
                              raw.size, extent))
+    count = raw.size // extent
     if not datatype.is_dense:
-        raise NotSimulated('simulator.mpi: {}: a non-contiguous derived '
-                           'datatype in a vector collective is not '
-                           'simulated'.format(where))
-    buf = _derived(raw, datatype, raw.size // extent, 0, where, packed)
+        # every element whose bytes lie in the buffer, packed in order:
+        # element k's data then starts at k * per in the packed copy
+        lay = datatype.layout
+        if lay.true_lb < 0:
+            raise ValueError('{}: the datatype reaches {} bytes before the '
+                             'buffer'.format(where, -lay.true_lb))
+        count = 0 if raw.size < lay.true_ub else \
+            min(count, (raw.size - lay.true_ub) // extent + 1)
+    buf = _derived(raw, datatype, count, 0, where, packed)
     per = datatype.size // datatype.dtype.itemsize if datatype.size else 1
 
     def scale(v):
@@ -477,16 +485,17 @@ def _vector(raw, obj, counts, displs, datatype, where, packed):
     return buf
 
 
-def parse_send(spec, where='buffer'):
+def parse_send(spec, where='buffer', writable=False):
     """Parse a collective's send buffer: as in mpi4py, None there means
-    ``IN_PLACE``."""
+    ``IN_PLACE`` (Scatter's receive buffer, ``writable``, too). A
+    non-contiguous derived datatype gives a packed copy."""
     if spec is None:
         return Buffer(in_place=True)
-    return parse(spec, where)
+    return parse(spec, where, writable=writable, packed=True)
 
 
 def parse_vector(spec, size, where='buffer', default_equal=True,
-                 vector=False, writable=False):
+                 vector=False, writable=False, packed=False):
     """Parse a collective's buffer of ``size`` blocks; fill in counts and
     displs.
 
@@ -497,7 +506,7 @@ def parse_vector(spec, size, where='buffer', default_equal=True,
     displacements are strides; without displs, blocks are packed in rank
     order.
     """
-    buf = parse(spec, where, vector=True, writable=writable)
+    buf = parse(spec, where, vector=True, writable=writable, packed=packed)
     if buf is None or buf.in_place:
         return buf
     if buf.counts is None:

@@ -251,3 +251,41 @@ def test_datatype_attributes(mpi_comm, MPI):
         vector.Free()
     finally:
         assert MPI.Datatype.Free_keyval(keyval) == MPI.KEYVAL_INVALID
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_collectives_through_a_vector(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    # ints 0 and 2 of every 3: extent 12 bytes, a hole in the middle
+    every = MPI.INT.Create_vector(2, 1, 2).Commit()
+    try:
+        mine = np.array([10 * rank, 10 * rank + 1], dtype='i')
+        spread = [[10 * r, -1, 10 * r + 1] for r in range(size)]
+        recv = np.full(3 * size, -1, dtype='i')
+        mpi_comm.Gather(mine, [recv, 1, every], root=0)
+        if rank == 0:
+            assert recv.reshape(size, 3).tolist() == spread
+        recv = np.full(3 * size, -1, dtype='i')
+        mpi_comm.Allgather(mine, [recv, 1, every])
+        assert recv.reshape(size, 3).tolist() == spread
+        recv = np.full(3 * size, -1, dtype='i')
+        mpi_comm.Allgatherv(mine, [recv, [1] * size, list(range(size)),
+                                   every])
+        assert recv.reshape(size, 3).tolist() == spread
+        source = np.arange(3 * size, dtype='i') + 100 * rank
+        got = np.full(2 * size, -1, dtype='i')
+        mpi_comm.Alltoall([source, 1, every], [got, 2, MPI.INT])
+        assert got.reshape(size, 2).tolist() == [
+            [100 * r + 3 * rank, 100 * r + 3 * rank + 2]
+            for r in range(size)]
+        back = np.full(3 * size, -1, dtype='i')
+        mpi_comm.Alltoall([got, 2, MPI.INT], [back, 1, every])
+        assert back.reshape(size, 3).tolist() == [
+            [100 * rank + 3 * r, -1, 100 * rank + 3 * r + 2]
+            for r in range(size)]
+        piece = np.full(3, -1, dtype='i')
+        mpi_comm.Scatter(np.arange(2 * size, dtype='i'), [piece, 1, every],
+                         root=0)
+        assert piece.tolist() == [2 * rank, -1, 2 * rank + 1]
+    finally:
+        every.Free()
