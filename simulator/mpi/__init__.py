@@ -34,6 +34,8 @@ from simulator.mpi.pickling import Pickle, pickle
 from simulator.mpi.packing import install as _install_packing
 from simulator.mpi.prequest import Prequest
 from simulator.mpi.request import REQUEST_NULL, Grequest, Request, Status
+from simulator.mpi.session import SESSION_NULL
+from simulator.mpi.session import Session as _Session
 from simulator.mpi.typecode import _typealign, _typecode
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
@@ -75,9 +77,9 @@ globals().update(_VALUES)
 globals().update(_UNSUPPORTED)
 globals().update(_REFUSED)
 Win = _Win     # simulated, unlike the other handle types
+Session = _Session
 memory = buffer
 FILE_NULL = _UNSUPPORTED['File']()
-SESSION_NULL = _UNSUPPORTED['Session']()
 # Attribute keys with behaviour (values.py only names the others).
 KEYVAL_INVALID, TAG_UB, IO = (_commattr.KEYVAL_INVALID, _commattr.TAG_UB,
                               _commattr.IO)

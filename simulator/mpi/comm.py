@@ -325,10 +325,11 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     @classmethod
     def Create_from_group(cls, group, stringtag='org.mpi4py',
                           info=None, errhandler=None):
-        """MPI 4 sessions' constructor: not simulated (MPI 3.1 here)."""
-        from simulator.mpi.unsupported import not_simulated
-        raise not_simulated('Intracomm.Create_from_group (MPI 4 '
-                            'sessions)')
+        """A communicator over ``group`` made by its members alone (MPI
+        4, as Open MPI 5 offers it)."""
+        from simulator.mpi.session import create_from_group
+        return create_from_group(Intracomm if cls is Comm else cls, group,
+                                 stringtag, info, errhandler)
 
     def Idup(self, info=None):
         """Dup, returned with a completed request: (comm, request)."""

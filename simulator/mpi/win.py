@@ -280,6 +280,9 @@ class Win(bytearray):
             return shared.flavor
         if keyval == WIN_MODEL:
             return WIN_UNIFIED
+        if not isinstance(keyval, int) or keyval == VALUES['KEYVAL_INVALID']:
+            raise MPIException(VALUES['ERR_KEYVAL'], 'Win.Get_attr: invalid '
+                               'keyval {!r}'.format(keyval))
         return self._attrs.get(keyval)
 
     def Set_attr(self, keyval, attrval):
@@ -328,6 +331,11 @@ class Win(bytearray):
         self._s  # noqa: B018
         # A new handle each time: freeing it leaves the window's alone.
         return Errhandler(self._attrs.get('errhandler', ERRORS_RETURN))
+
+    def Call_errhandler(self, errorcode):
+        """Raise the error ``errorcode`` (errors raise MPI.Exception)."""
+        self._s  # noqa: B018
+        raise MPIException(errorcode, 'Win.Call_errhandler')
 
     def Set_errhandler(self, errhandler):
         """Keep ``errhandler`` (errors raise MPI.Exception whatever it
@@ -644,9 +652,12 @@ class Win(bytearray):
         if count_of is not None:
             count = count_of
         dtype = getattr(datatype, 'dtype', None)
-        if dtype is None:
-            raise not_simulated('Win.{} with target datatype {!r}'.format(
-                op, datatype))
+        for what, dt in (('target', datatype), ('origin', buf.datatype)):
+            # Windows move whole elements of predefined types; a derived
+            # layout (gaps, several types) would need its typemap here.
+            if dtype is None or not getattr(dt, 'is_predefined', True):
+                raise not_simulated('Win.{} with {} datatype {!r} (derived '
+                                    'datatypes in RMA)'.format(op, what, dt))
         if dtype != buf.datatype.dtype:
             raise MPIException(ERR_TYPE, 'Win.{}: origin holds {} but the '
                                'target datatype is {}'.format(

@@ -39,3 +39,41 @@ def test_commctx_gives_one_duplicate_and_fresh_tags(mpi_comm, MPI):
     with MPI._comm_lock(mpi_comm, 'key'):
         assert MPI._comm_lock(mpi_comm, 'key') is \
             MPI._comm_lock(mpi_comm, 'key')
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_session_psets_groups_and_create_from_group(mpi_comm, MPI):
+    if mpi_comm.Get_size() != MPI.COMM_WORLD.Get_size():
+        pytest.skip('process sets describe the whole world')
+    session = MPI.Session.Init()
+    try:
+        names = [session.Get_nth_pset(i)
+                 for i in range(session.Get_num_psets())]
+        assert names[:2] == ['mpi://WORLD', 'mpi://SELF']
+        info = session.Get_pset_info('mpi://WORLD')
+        assert info.Get('mpi_size') == str(mpi_comm.Get_size())
+        for bad in (lambda: session.Get_nth_pset(-1),
+                    lambda: session.Get_pset_info('@nope'),
+                    lambda: session.Create_group('@nope')):
+            with pytest.raises(MPI.Exception) as err:
+                bad()
+            assert err.value.Get_error_class() == MPI.ERR_ARG
+        group = session.Create_group('mpi://WORLD')
+        comm = MPI.Intracomm.Create_from_group(group, 'test.session')
+        try:
+            # (Open MPI refuses to Compare it with a world-model one.)
+            assert comm.Get_size() == mpi_comm.Get_size()
+            assert comm.Get_rank() == MPI.COMM_WORLD.Get_rank()
+            assert comm.allreduce(1) == mpi_comm.Get_size()
+        finally:
+            comm.Free()
+            group.Free()
+        self_group = session.Create_group('mpi://SELF')
+        assert self_group.Get_size() == 1
+        self_group.Free()
+    finally:
+        session.Finalize()
+    assert session == MPI.SESSION_NULL
+    with pytest.raises(MPI.Exception) as err:
+        MPI.SESSION_NULL.Get_num_psets()
+    assert err.value.Get_error_class() == MPI.ERR_SESSION

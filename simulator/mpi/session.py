@@ -1,0 +1,171 @@
+"""MPI 4 sessions (``MPI.Session``) and ``Intracomm.Create_from_group``.
+
+A session names the process sets Open MPI 5 offers (``mpi://WORLD``,
+``mpi://SELF``, ``mpix://SHARED``: the ranks of this rank's simulated
+node), gives their groups, and communicators are made from a group by
+its members alone (``Intracomm.Create_from_group``): the n-th call of
+each member with the same group and string tag makes the same
+communicator, as MPI requires.
+"""
+from simulator.engine.actors import current
+from simulator.engine.communicator import CommState
+from simulator.mpi.commattr import ERRORS_RETURN, Info
+from simulator.mpi.constants import ERR_ARG, ERR_GROUP
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.group import Group
+from simulator.mpi.values import VALUES
+
+__all__ = ['Session', 'SESSION_NULL', 'create_from_group']
+
+ERR_SESSION = VALUES['ERR_SESSION']
+_PSETS = ('mpi://WORLD', 'mpi://SELF', 'mpix://SHARED')
+
+
+def _rank():
+    ctx = current()
+    if ctx is None:
+        raise RuntimeError('simulator.mpi.Session used outside a simulated '
+                           'rank')
+    return ctx
+
+
+def _members(ctx, pset):
+    world = ctx.world
+    if pset == 'mpi://WORLD':
+        return tuple(range(world.size))
+    if pset == 'mpi://SELF':
+        return (ctx.rank,)
+    return tuple(r for r, other in enumerate(world.contexts)
+                 if other.processor_name == ctx.processor_name)
+
+
+class Session:
+    """An MPI session: process sets and their groups."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, session=None):
+        if session is not None and not isinstance(session, Session):
+            raise TypeError('Session() argument must be a Session, not '
+                            '{}'.format(type(session).__name__))
+        self._open = session is not None and session._open
+        self._errhandler = getattr(session, '_errhandler', ERRORS_RETURN)
+
+    @classmethod
+    def Init(cls, info=None, errhandler=None):
+        """Open a session."""
+        _rank()
+        session = cls()
+        session._open = True
+        if errhandler is not None:
+            session._errhandler = errhandler
+        return session
+
+    def _check(self, op):
+        if not self._open:
+            raise MPIException(ERR_SESSION, 'Session.{} on SESSION_NULL or '
+                               'a finalized session'.format(op))
+        return _rank()
+
+    def Finalize(self):
+        """Close the session; the handle becomes SESSION_NULL."""
+        self._check('Finalize')
+        self._open = False
+
+    def Get_num_psets(self, info=None):
+        """How many process sets the session offers."""
+        self._check('Get_num_psets')
+        return len(_PSETS)
+
+    def Get_nth_pset(self, n, info=None):
+        """The name of process set ``n``."""
+        self._check('Get_nth_pset')
+        if not isinstance(n, int) or not 0 <= n < len(_PSETS):
+            raise MPIException(ERR_ARG, 'Session.Get_nth_pset: n={!r} not '
+                               'in [0, {})'.format(n, len(_PSETS)))
+        return _PSETS[n]
+
+    def _pset(self, op, name):
+        ctx = self._check(op)
+        if name not in _PSETS:
+            raise MPIException(ERR_ARG, 'Session.{}: no process set {!r} '
+                               '(there are {})'.format(op, name,
+                                                       list(_PSETS)))
+        return _members(ctx, name)
+
+    def Get_pset_info(self, pset_name):
+        """Info of a process set (``mpi_size``)."""
+        members = self._pset('Get_pset_info', pset_name)
+        return Info.Create({'mpi_size': str(len(members))})
+
+    def Create_group(self, pset_name):
+        """The group of a process set."""
+        return Group._of(self._pset('Create_group', pset_name))
+
+    def Get_info(self):
+        """The session's hints (none)."""
+        self._check('Get_info')
+        return Info.Create()
+
+    def Get_errhandler(self):
+        """The session's error handler."""
+        self._check('Get_errhandler')
+        return self._errhandler
+
+    def Set_errhandler(self, errhandler):
+        """Set the session's error handler (errors raise MPI.Exception)."""
+        self._check('Set_errhandler')
+        self._errhandler = errhandler
+
+    def Call_errhandler(self, errorcode):
+        """Raise the error ``errorcode`` as MPI.Exception."""
+        self._check('Call_errhandler')
+        raise MPIException(errorcode)
+
+    def __bool__(self):
+        return self._open
+
+    def __eq__(self, other):
+        if not isinstance(other, Session):
+            return NotImplemented
+        return self is other or not (self._open or other._open)
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        return id(self) if self._open else 0
+
+    def __reduce__(self):
+        raise ValueError('cannot serialize a session: it belongs to the '
+                         'process')
+
+    def __repr__(self):
+        return '<simulator.mpi.Session{}>'.format(
+            '' if self._open else ' (null)')
+
+
+SESSION_NULL = Session()
+
+
+def create_from_group(cls, group, stringtag='org.mpi4py', info=None,
+                      errhandler=None):
+    """A communicator over ``group``, made by its members (the n-th call
+    of each with the same group and tag makes the same communicator)."""
+    ctx = _rank()
+    members = group._m
+    if ctx.rank not in members:
+        raise MPIException(ERR_GROUP, 'Create_from_group: rank {} is not '
+                           'in the group {}'.format(ctx.rank, list(members)))
+    if not isinstance(stringtag, str):
+        raise TypeError('Create_from_group: stringtag must be a str, got '
+                        '{!r}'.format(stringtag))
+    key = (stringtag, members)
+    counts = ctx.local.setdefault('mpi.create_from_group', {})
+    counts[key] = n = counts.get(key, 0) + 1
+    state = CommState(ctx.world, ('from_group', stringtag, members, n),
+                      list(members), members.index(ctx.rank),
+                      'Create_from_group({!r})#{}'.format(stringtag, n),
+                      title='')
+    return cls(state)
