@@ -724,7 +724,8 @@ class Win(bytearray):
         if not op.is_predefined:
             raise MPIException(ERR_OP, 'Win: user-defined op {!r} in an '
                                'accumulate'.format(op))
-        op.reduce_into(view, operand)
+        with np.errstate(all='ignore'):     # C arithmetic: no warnings
+            op.reduce_into(view, operand)
 
     def Accumulate(self, origin, target_rank, target=None, op=None):
         """``target = target op origin``, atomically per element."""
