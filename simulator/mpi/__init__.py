@@ -14,7 +14,9 @@ from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.mpi import constants as _constants
 from simulator.mpi import commattr as _commattr
-from simulator.mpi.comm import COMM_NULL, Comm, Intercomm, Intracomm
+from simulator.mpi.comm import (COMM_NULL, COMM_SELF, COMM_WORLD, Comm,
+                                Intercomm, Intracomm, _rank_context,
+                                world_comm)  # noqa: F401 -- launch uses it
 from simulator.mpi.commattr import (ERRHANDLER_NULL, ERRORS_ABORT,
                                     ERRORS_ARE_FATAL, ERRORS_RETURN,
                                     INFO_ENV, INFO_NULL, Errhandler, Info)
@@ -39,7 +41,7 @@ from simulator.mpi.session import Session as _Session
 from simulator.mpi.typecode import _typealign, _typecode
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
-from simulator.mpi.unsupported import NotSimulated
+from simulator.mpi.unsupported import NotSimulated, mpi41_missing
 from simulator.mpi.values import VALUES as _VALUES
 from simulator.mpi.win import WIN_NULL
 from simulator.mpi.win import Win as _Win
@@ -60,7 +62,7 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'IO', 'WTIME_IS_GLOBAL', 'UNIVERSE_SIZE', 'APPNUM',
             'LASTUSEDCODE', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
             'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
-            'Grequest',
+            'Grequest', 'BUFFER_AUTOMATIC', 'BufferAutomaticType',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
@@ -95,60 +97,6 @@ _typedict = {code: from_dtype(np.dtype(code))
              for code in '?bBhHiIlLqQefdgFDG'}
 
 
-def _rank_context(what):
-    ctx = current()
-    if ctx is None:
-        raise RuntimeError(
-            'simulator.mpi.{} used outside a simulated rank: run the code '
-            'with simulator.run(fn, size) or python -m simulator -n N '
-            'script.py'.format(what))
-    return ctx
-
-
-def _world_states(ctx):
-    """The rank's (COMM_WORLD, COMM_SELF) states, made on first use."""
-    states = ctx.local.get('mpi')
-    if states is None:
-        world, rank = ctx.world, ctx.rank
-        states = ctx.local['mpi'] = {
-            'COMM_WORLD': CommState(world, ('world',),
-                                    list(range(world.size)), rank,
-                                    'MPI_COMM_WORLD'),
-            'COMM_SELF': CommState(world, ('self', rank), [rank], 0,
-                                   'MPI_COMM_SELF')}
-    return states
-
-
-def world_comm(ctx):
-    """``ctx``'s rank's own COMM_WORLD handle (what simulator.run passes
-    to the rank's function)."""
-    return Intracomm(_world_states(ctx)['COMM_WORLD'])
-
-
-class _RankLocalComm(Intracomm):
-    """``COMM_WORLD`` / ``COMM_SELF``: the calling rank's communicator."""
-
-    __module__ = 'simulator.mpi'
-    _rank_local = True
-
-    def __init__(self, label):
-        self._label = label
-
-    @property
-    def _state(self):
-        return _world_states(_rank_context(self._label))[self._label]
-
-    def __bool__(self):
-        return True             # never COMM_NULL, even outside a rank
-
-    def __repr__(self):
-        if current() is None:
-            return '<simulator.mpi.{} (no rank)>'.format(self._label)
-        return super().__repr__()
-
-
-COMM_WORLD = _RankLocalComm('COMM_WORLD')
-COMM_SELF = _RankLocalComm('COMM_SELF')
 
 
 def Get_processor_name():
@@ -236,22 +184,48 @@ def Free_mem(mem):
     """Release memory from Alloc_mem (the garbage collector does)."""
 
 
+class BufferAutomaticType:
+    """Type of ``BUFFER_AUTOMATIC`` (MPI 4.1's automatic buffering)."""
+
+    __module__ = 'simulator.mpi'
+
+    def __repr__(self):
+        return 'BUFFER_AUTOMATIC'
+
+    def __reduce__(self):
+        return 'BUFFER_AUTOMATIC'
+
+
+BUFFER_AUTOMATIC = BufferAutomaticType()
+
+
 def Attach_buffer(buf):
-    """Accepted: simulated buffered sends never run out of buffer."""
+    """Keep ``buf`` for Detach_buffer (simulated buffered sends never run
+    out of buffer, so it is never written)."""
+    if isinstance(buf, BufferAutomaticType):
+        # MPI 4.1's automatic buffering: Open MPI 5.0 rejects it.
+        raise _constants.Exception(_constants.ERR_ARG, 'Attach_buffer: '
+                                   'BUFFER_AUTOMATIC is MPI 4.1')
+    _rank_context('Attach_buffer').local['mpi.buffer'] = buf
 
 
 def Detach_buffer():
-    """Accepted; returns None (no buffer was kept)."""
-    return None
+    """The buffer Attach_buffer gave."""
+    local = _rank_context('Detach_buffer').local
+    if 'mpi.buffer' not in local:
+        raise _constants.Exception(_constants.ERR_UNKNOWN, 'Detach_buffer: '
+                                   'no buffer is attached')
+    return local.pop('mpi.buffer')
 
 
 def Flush_buffer():
-    """Buffered sends are delivered eagerly: nothing to flush."""
+    """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+    raise mpi41_missing('Flush_buffer')
 
 
 def Iflush_buffer():
-    """Flush_buffer, as a completed request."""
-    return Request()
+    """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+    raise mpi41_missing('Iflush_buffer')
 
 
 def Get_address(location):

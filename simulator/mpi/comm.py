@@ -26,9 +26,10 @@ from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
-from simulator.mpi.unsupported import not_simulated
+from simulator.mpi.unsupported import mpi41_missing, not_simulated
 
-__all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL']
+__all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
+           'COMM_WORLD', 'COMM_SELF', 'world_comm']
 
 
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
@@ -162,6 +163,11 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         self._drop_attrs()
         s.freed = True
         self._state = None
+
+    def Disconnect(self):
+        """Free the communicator once its pending communication is done
+        (here: at once; every simulated operation completes by itself)."""
+        self.Free()
 
     def Abort(self, errorcode=0):
         """Stop the whole world at once, from any thread of any rank:
@@ -301,21 +307,24 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         self._s  # noqa: B018
         return UNDEFINED
 
+    # MPI 4.1's communicator buffers: Open MPI 5.0 does not have them
+    # (mpi4py raises NotImplementedError there); nor does the simulator,
+    # so that a program needing them learns it before the cluster job.
     def Attach_buffer(self, buf):
-        """Keep ``buf`` for Detach_buffer (simulated buffered sends
-        never run out of buffer, so it is never written)."""
-        self._s.props['buffer'] = buf
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Comm.Attach_buffer')
 
     def Detach_buffer(self):
-        """The buffer Attach_buffer gave (None if none)."""
-        return self._s.props.pop('buffer', None)
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Comm.Detach_buffer')
 
     def Flush_buffer(self):
-        """Nothing to flush (buffered sends are eager)."""
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Comm.Flush_buffer')
 
     def Iflush_buffer(self):
-        """Flush_buffer, as a completed request."""
-        return Request()
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Comm.Iflush_buffer')
 
     @classmethod
     def Get_parent(cls):
@@ -457,3 +466,60 @@ def _null_constant():
 def _handle_to(label):
     """A new handle to this rank's COMM_WORLD / COMM_SELF (unpickling)."""
     return Intracomm(current().local['mpi'][label])
+
+
+# -- the rank's own COMM_WORLD and COMM_SELF ---------------------------------
+def _rank_context(what):
+    ctx = current()
+    if ctx is None:
+        raise RuntimeError(
+            'simulator.mpi.{} used outside a simulated rank: run the code '
+            'with simulator.run(fn, size) or python -m simulator -n N '
+            'script.py'.format(what))
+    return ctx
+
+
+def _world_states(ctx):
+    """The rank's (COMM_WORLD, COMM_SELF) states, made on first use."""
+    states = ctx.local.get('mpi')
+    if states is None:
+        world, rank = ctx.world, ctx.rank
+        states = ctx.local['mpi'] = {
+            'COMM_WORLD': CommState(world, ('world',),
+                                    list(range(world.size)), rank,
+                                    'MPI_COMM_WORLD'),
+            'COMM_SELF': CommState(world, ('self', rank), [rank], 0,
+                                   'MPI_COMM_SELF')}
+    return states
+
+
+def world_comm(ctx):
+    """``ctx``'s rank's own COMM_WORLD handle (what simulator.run passes
+    to the rank's function)."""
+    return Intracomm(_world_states(ctx)['COMM_WORLD'])
+
+
+class _RankLocalComm(Intracomm):
+    """``COMM_WORLD`` / ``COMM_SELF``: the calling rank's communicator."""
+
+    __module__ = 'simulator.mpi'
+    _rank_local = True
+
+    def __init__(self, label):
+        self._label = label
+
+    @property
+    def _state(self):
+        return _world_states(_rank_context(self._label))[self._label]
+
+    def __bool__(self):
+        return True             # never COMM_NULL, even outside a rank
+
+    def __repr__(self):
+        if current() is None:
+            return '<simulator.mpi.{} (no rank)>'.format(self._label)
+        return super().__repr__()
+
+
+COMM_WORLD = _RankLocalComm('COMM_WORLD')
+COMM_SELF = _RankLocalComm('COMM_SELF')

@@ -10,14 +10,17 @@ handler that is set, and a fatal one aborts the world as MPI would.
 """
 import itertools
 
-from simulator.engine.actors import current
+from simulator.engine.actors import current, current_actor
+from simulator.errors import AbortError
 from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
                                      ERR_INFO_KEY, ERR_INFO_NOKEY,
                                      ERR_INFO_VALUE, ERR_KEYVAL, SUCCESS)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, register_fixed
 
-__all__ = ['Errhandler', 'Info', 'ERRHANDLER_NULL', 'ERRORS_RETURN',
+__all__ = ['Errhandler', 'Info', 'call_errhandler', 'create_errhandler',
+           'ERRHANDLER_NULL',
+           'ERRORS_RETURN',
            'ERRORS_ARE_FATAL', 'ERRORS_ABORT', 'INFO_NULL', 'INFO_ENV',
            'KEYVAL_INVALID', 'TAG_UB', 'IO', 'WTIME_IS_GLOBAL',
            'UNIVERSE_SIZE', 'APPNUM', 'LASTUSEDCODE', 'CommProps',
@@ -123,6 +126,43 @@ class Errhandler(HandleMixin):
     def __repr__(self):
         return '<simulator.mpi.Errhandler {}>'.format(
             'ERRHANDLER_NULL' if self._h is None else self._h.name)
+
+
+def create_errhandler(kind, errhandler_fn):
+    """A new user error handler for objects of ``kind`` ('comm',
+    'win'...); at most MAX_USER_ERRHANDLERS of a kind live at once, as
+    in mpi4py (RuntimeError beyond)."""
+    if not callable(errhandler_fn):
+        raise TypeError('Create_errhandler expects a callable, got '
+                        '{!r}'.format(errhandler_fn))
+    live = _user_handlers()
+    if sum(h.name == kind for h in live) >= MAX_USER_ERRHANDLERS:
+        raise RuntimeError('cannot create more than {} user error handlers '
+                           'for {} objects (free some)'.format(
+                               MAX_USER_ERRHANDLERS, kind))
+    handler = _Handler(kind, errhandler_fn)
+    live.add(handler)
+    return Errhandler(handler)
+
+
+def call_errhandler(errhandler, obj, errorcode):
+    """Run ``errhandler`` for ``errorcode`` on ``obj`` (a communicator or
+    window): a user function is called; ERRORS_ARE_FATAL / ERRORS_ABORT
+    abort the world, as MPI does; ERRORS_RETURN returns."""
+    if not isinstance(errorcode, int):
+        raise TypeError('errorcode must be an int, got {!r}'.format(
+            errorcode))
+    handler = errhandler._h
+    if handler is not None and handler.fn is not None:
+        handler.fn(obj, errorcode)
+    elif handler in (_FATAL, _ABORT) and errorcode != SUCCESS:
+        ctx = current()
+        error = AbortError('rank {}: error handler {} called with error '
+                           '{} on {!r}'.format(ctx.rank, handler.name,
+                                               errorcode, obj),
+                           errorcode=errorcode)
+        ctx.world.fail(current_actor(), error)
+        raise error
 
 
 def _predefined(name):
@@ -387,17 +427,7 @@ class CommProps:
     @classmethod
     def Create_errhandler(cls, errhandler_fn):
         """A new error handler calling ``errhandler_fn(comm, errorcode)``."""
-        if not callable(errhandler_fn):
-            raise TypeError('Create_errhandler expects a callable, got '
-                            '{!r}'.format(errhandler_fn))
-        live = _user_handlers()
-        if len(live) >= MAX_USER_ERRHANDLERS:
-            raise RuntimeError('cannot create more than {} user error '
-                               'handlers (free some)'.format(
-                                   MAX_USER_ERRHANDLERS))
-        handler = _Handler('user', errhandler_fn)
-        live.add(handler)
-        return Errhandler(handler)
+        return create_errhandler('comm', errhandler_fn)
 
     def _checked(self):
         if self._state is None:
@@ -426,12 +456,8 @@ class CommProps:
             raise TypeError('errorcode must be an int, got {!r}'.format(
                 errorcode))
         s = self._checked()
-        handler = s.props.get('errhandler', _RETURN)
-        if handler.fn is not None:
-            handler.fn(self, errorcode)
-        elif handler is not _RETURN and errorcode != SUCCESS:
-            # ERRORS_ARE_FATAL / ERRORS_ABORT end the program.
-            self.Abort(errorcode)
+        call_errhandler(Errhandler(s.props.get('errhandler', _RETURN)), self,
+                        errorcode)
 
     # -- attributes
     @classmethod

@@ -1,6 +1,8 @@
 """mpi4py's special values, error classes and ``MPI.Exception``."""
 import operator as _operator
 
+from simulator.engine.actors import current
+
 from simulator.engine.p2p import ANY_SOURCE, ANY_TAG, PROC_NULL
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
@@ -115,7 +117,10 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
         super().__init__(ierr)
 
     def __str__(self):
-        text = error_string(self.error_code)
+        try:
+            text = error_string(self.error_code)
+        except Exception:
+            text = 'MPI error {}'.format(self.error_code)
         if self.detail:
             text = '{} ({})'.format(text, self.detail)
         return text
@@ -162,8 +167,10 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
 
     def Get_error_class(self):
         """The MPI error class, e.g. ``ERR_TRUNCATE``."""
-        from simulator.mpi.errors import Get_error_class
-        return Get_error_class(self.error_code)
+        try:
+            return error_class(self.error_code)
+        except Exception:
+            return self.error_code
 
     def Get_error_code(self):
         """The MPI error code."""
@@ -177,10 +184,47 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
     error_string = property(Get_error_string)
 
 
-def error_string(code):
-    """MPI's text for ``code`` (user strings from Add_error_string)."""
-    from simulator.mpi.errors import Get_error_string
-    try:
-        return Get_error_string(code)
-    except Exception:
-        return 'MPI error {}'.format(code)
+_OUTSIDE = {}
+
+
+def _user_errors():
+    ctx = current()
+    local = _OUTSIDE if ctx is None else ctx.local
+    table = local.get('mpi.errors')
+    if table is None:
+        # code -> class (a class is its own code), code -> string
+        table = local['mpi.errors'] = {'class': {}, 'string': {},
+                                       'last': ERR_LASTCODE}
+    return table
+
+
+def _valid(code, what):
+    if not isinstance(code, int):
+        raise TypeError('{}: error code must be an int, got {!r}'.format(
+            what, code))
+    if 0 <= code <= ERR_LASTCODE or code in _user_errors()['class']:
+        return code
+    raise Exception(ERR_ARG, '{}: {} is not an error code'.format(
+        what, code))
+
+
+def error_class(errorcode):
+    """The error class of ``errorcode``. As in Open MPI, user-added
+    classes and codes beyond the predefined ones report ERR_UNKNOWN for
+    a class and their class for a code."""
+    code = _valid(errorcode, 'Get_error_class')
+    if code == ERR_LASTCODE:
+        return ERR_UNKNOWN
+    cls = _user_errors()['class'].get(code)
+    if cls is None:
+        return code
+    return ERR_UNKNOWN if cls == code else cls
+
+
+def error_string(errorcode):
+    """MPI's text for ``errorcode``."""
+    code = _valid(errorcode, 'Get_error_string')
+    table = _user_errors()
+    if code in table['class']:
+        return table['string'].get(code, '')
+    return _ERROR_STRINGS.get(code, 'MPI error {}'.format(code))

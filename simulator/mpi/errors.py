@@ -5,58 +5,14 @@ the user's own (``Add_error_class``, ``Add_error_code``,
 User classes and codes belong to the rank that adds them (a rank is a
 process); they start after ``ERR_LASTCODE``.
 """
-from simulator.engine.actors import current
-from simulator.mpi.constants import (_ERROR_STRINGS, ERR_ARG, ERR_LASTCODE,
-                                     ERR_UNKNOWN)
+from simulator.mpi.constants import ERR_ARG
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.constants import _user_errors as _user
+from simulator.mpi.constants import error_class as Get_error_class
+from simulator.mpi.constants import error_string as Get_error_string
 
 __all__ = ['Get_error_class', 'Get_error_string', 'Add_error_class',
            'Add_error_code', 'Add_error_string', 'last_used_code']
-
-_OUTSIDE = {}
-
-
-def _user():
-    ctx = current()
-    local = _OUTSIDE if ctx is None else ctx.local
-    table = local.get('mpi.errors')
-    if table is None:
-        # code -> class (a class is its own code), code -> string
-        table = local['mpi.errors'] = {'class': {}, 'string': {},
-                                       'last': ERR_LASTCODE}
-    return table
-
-
-def _valid(code, what):
-    if not isinstance(code, int):
-        raise TypeError('{}: error code must be an int, got {!r}'.format(
-            what, code))
-    if 0 <= code <= ERR_LASTCODE or code in _user()['class']:
-        return code
-    raise MPIException(ERR_ARG, '{}: {} is not an error code'.format(
-        what, code))
-
-
-def Get_error_class(errorcode):
-    """The error class of ``errorcode``. As in Open MPI, user-added
-    classes and codes beyond the predefined ones report ERR_UNKNOWN for
-    a class and their class for a code."""
-    code = _valid(errorcode, 'Get_error_class')
-    if code == ERR_LASTCODE:
-        return ERR_UNKNOWN
-    cls = _user()['class'].get(code)
-    if cls is None:
-        return code
-    return ERR_UNKNOWN if cls == code else cls
-
-
-def Get_error_string(errorcode):
-    """MPI's text for ``errorcode``."""
-    code = _valid(errorcode, 'Get_error_string')
-    table = _user()
-    if code in table['class']:
-        return table['string'].get(code, '')
-    return _ERROR_STRINGS.get(code, 'MPI error {}'.format(code))
 
 
 def Add_error_class():

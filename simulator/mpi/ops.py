@@ -3,13 +3,22 @@ import operator
 
 import numpy as np
 
-__all__ = ['Op', 'OP_NAMES']
+from simulator.engine.actors import current
+from simulator.mpi.constants import ERR_OP
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.handles import HandleMixin
+
+__all__ = ['Op', 'OP_NAMES', 'MAX_USER_OPS']
+
+# mpi4py keeps a table of 32 Python reduction functions per process.
+MAX_USER_OPS = 32
+_OUTSIDE = {}
 
 # Their ufuncs return booleans: integer buffers need a cast back.
 _LOGICAL = (np.logical_and, np.logical_or, np.logical_xor)
 
 
-class Op:
+class Op(HandleMixin):
     """A reduction: ``reduce_arrays`` for buffers, ``__call__`` for objects.
 
     Like mpi4py, calling an op on two Python objects combines them
@@ -44,9 +53,28 @@ class Op:
         op = cls.__new__(cls)
         return op._set(name, ufunc, pyfunc, commute, user, pairs)
 
+    def _handle_target(self):
+        if not self:
+            return None
+        return _BY_NAME.get(self.name) if not self.user else self._id
+
+    @classmethod
+    def _from_target(cls, target):
+        if target is None:
+            return cls()
+        if isinstance(target, Op):
+            return cls(target)
+        # A user operation named by its int handle: usable in
+        # reductions, but (as in mpi4py) neither callable on objects
+        # nor picklable, since its Python function is not known.
+        op = cls(target.op)
+        op._foreign = True
+        return op
+
     def __call__(self, x, y):
-        if self.pyfunc is None:
-            raise TypeError('{} cannot be called'.format(self.name))
+        if self.pyfunc is None or getattr(self, '_foreign', False):
+            raise ValueError('cannot call {}'.format(
+                'a user-defined operation' if self.user else self.name))
         if self.user:
             # mpi4py calls a user function with a third argument (the
             # datatype, None for objects), so a two-argument function
@@ -76,6 +104,9 @@ class Op:
         return hash(self.name)
 
     def __reduce__(self):
+        if getattr(self, '_foreign', False):
+            raise ValueError('cannot serialize a user-defined operation '
+                             'made from a handle')
         if not self.user:
             predefined = _BY_NAME.get(self.name)
             if predefined is self:
@@ -95,7 +126,18 @@ class Op:
         return not self.user
 
     def Free(self):
-        """User operations are garbage collected; a no-op."""
+        """Free a user operation (the handle becomes OP_NULL);
+        predefined operations cannot be freed."""
+        if not self.user:
+            raise MPIException(ERR_OP, 'cannot free {}'.format(self.name))
+        _user_ops().discard(self._id)
+        self.__dict__.clear()
+        self._set('MPI_OP_NULL')
+
+    def free(self):
+        """``Free`` if not null."""
+        if self:
+            self.Free()
 
     @classmethod
     def Create(cls, function, commute=False):
@@ -104,9 +146,18 @@ class Op:
         For buffers, ``function`` is called as ``function(invec, inoutvec,
         datatype)`` the mpi4py way and must update ``inoutvec``.
         """
+        if not callable(function):
+            raise TypeError('Op.Create expects a callable, got {!r}'.format(
+                function))
+        live = _user_ops()
+        if len(live) >= MAX_USER_OPS:
+            raise RuntimeError('cannot create more than {} user-defined '
+                               'operations (free some)'.format(MAX_USER_OPS))
         op = cls._make('user:{}'.format(getattr(function, '__name__', '?')),
                        None, function, bool(commute), user=True)
-        op._id = object()
+        op._id = _UserOpId()
+        op._id.op = Op(op)
+        live.add(op._id)
         return op
 
     def Reduce_local(self, inbuf, inoutbuf):
@@ -122,11 +173,12 @@ class Op:
                              'count {}'.format(source.count, target.count))
         out = target.head()
         result = np.empty_like(out)
-        self.combine_into(result, source.head(), out)
+        self.combine_into(result, source.head(), out, target.datatype)
         out[...] = result
 
-    def combine_into(self, out, left, right):
-        """``out = left op right`` elementwise (``out`` a third array)."""
+    def combine_into(self, out, left, right, datatype=None):
+        """``out = left op right`` elementwise (``out`` a third array);
+        ``datatype`` is what a user function is told (if known)."""
         if self.pairs is not None:
             _pair_combine(self.pairs, out, left, right)
         elif self.ufunc is np.multiply and out.dtype.kind == 'c':
@@ -136,9 +188,9 @@ class Op:
             self.ufunc(left, right, out=out)
         else:
             out[...] = left
-            self.reduce_into(out, right)
+            self.reduce_into(out, right, datatype)
 
-    def reduce_into(self, out, operand):
+    def reduce_into(self, out, operand, datatype=None):
         """``out = out op operand`` elementwise, in place."""
         if self.pairs is not None:
             _pair_combine(self.pairs, out, out.copy(), operand)
@@ -153,7 +205,7 @@ class Op:
             # mpi4py user ops on buffers: fn(invec, inoutvec, datatype)
             # computes inoutvec = invec op inoutvec.
             tmp = np.array(operand)
-            self.pyfunc(out.copy(), tmp, None)
+            self.pyfunc(out.copy(), tmp, datatype)
             out[...] = tmp
 
     def __repr__(self):
@@ -190,14 +242,31 @@ def _pair_combine(better, out, left, right):
 
 
 def _loc(better):
+    # mpi4py's object MAXLOC / MINLOC: the better pair, on a tie the one
+    # with the smaller index (the first on equal indices), as given.
     def combine(u, v):
-        (x, i), (y, j) = u, v
-        if better(y, x):
-            return (y, j)
+        x, i = u
+        y, j = v
         if better(x, y):
-            return (x, i)
-        return (x, i if i <= j else j)
+            return x, i
+        if better(y, x):
+            return y, j
+        if j < i:
+            return y, j
+        return x, i
     return combine
+
+
+class _UserOpId:
+    """Identity of one user operation (what its handles name)."""
+
+    __slots__ = ('op',)
+
+
+def _user_ops():
+    ctx = current()
+    local = _OUTSIDE if ctx is None else ctx.local
+    return local.setdefault('mpi.user_ops', set())
 
 
 def _predefined_copy(name):

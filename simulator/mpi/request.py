@@ -634,10 +634,8 @@ class Grequest(Request):
 
 
 def _missing(name):
-    from simulator.mpi.unsupported import NotSimulated
-    return NotSimulated('simulator.mpi: MPI.Request.{} is MPI 4.1, which '
-                        'Open MPI 5.0 (the library the simulator '
-                        'reproduces) does not provide'.format(name))
+    from simulator.mpi.unsupported import mpi41_missing
+    return mpi41_missing('Request.' + name)
 
 
 def _forward_to(handle, origin):

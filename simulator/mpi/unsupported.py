@@ -7,8 +7,8 @@ them at import time) whose every use raises :class:`NotSimulated`, a
 treat ``NotImplementedError`` as "not provided by this MPI".
 """
 
-__all__ = ['NotSimulated', 'not_simulated', 'Unsupported', 'CLASSES',
-           'FUNCTIONS']
+__all__ = ['NotSimulated', 'not_simulated', 'mpi41_missing', 'Unsupported',
+           'CLASSES', 'FUNCTIONS']
 
 
 class NotSimulated(NotImplementedError):
@@ -21,6 +21,14 @@ def not_simulated(what):
                         'simulated subset: files, intercommunicators, '
                         'topologies, derived datatypes in RMA, '
                         'dynamic processes; see the README)'.format(what))
+
+
+def mpi41_missing(what):
+    """The error for an MPI 4.1 call that Open MPI 5.0 lacks (mpi4py
+    raises NotImplementedError for it there)."""
+    return NotSimulated('simulator.mpi: MPI.{} is MPI 4.1, which Open MPI '
+                        '5.0 (the library the simulator reproduces) does '
+                        'not provide'.format(what))
 
 
 class _Refusing(type):

@@ -34,14 +34,15 @@ from simulator.engine import collectives as coll
 from simulator.engine.actors import current
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
-from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK, ERR_TYPE,
-                                     BottomType)
+from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK,
+                                     ERR_TYPE, BottomType)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.msgspec import parse
 from simulator.mpi.group import Group
-from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL, Errhandler,
-                                    Info)
+from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
+                                    Errhandler, Info,
+                                    call_errhandler, create_errhandler)
 from simulator.mpi.memory import buffer
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
@@ -332,10 +333,16 @@ class Win(bytearray):
         # A new handle each time: freeing it leaves the window's alone.
         return Errhandler(self._attrs.get('errhandler', ERRORS_RETURN))
 
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn):
+        """A new error handler calling ``errhandler_fn(win, errorcode)``."""
+        return create_errhandler('win', errhandler_fn)
+
     def Call_errhandler(self, errorcode):
-        """Raise the error ``errorcode`` (errors raise MPI.Exception)."""
-        self._s  # noqa: B018
-        raise MPIException(errorcode, 'Win.Call_errhandler')
+        """Invoke the window's error handler with ``errorcode``."""
+        self._s  # noqa: B018 -- ERR_WIN on WIN_NULL
+        handler = self._attrs.get('errhandler', ERRORS_RETURN)
+        call_errhandler(handler, self, errorcode)
 
     def Set_errhandler(self, errhandler):
         """Keep ``errhandler`` (errors raise MPI.Exception whatever it
