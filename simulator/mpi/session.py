@@ -9,7 +9,8 @@ communicator, as MPI requires.
 """
 from simulator.engine.actors import current
 from simulator.engine.communicator import CommState
-from simulator.mpi.commattr import ERRORS_RETURN, Info
+from simulator.mpi.commattr import (ERRORS_RETURN, Errhandler, Info,
+                                    call_errhandler, create_errhandler)
 from simulator.mpi.constants import ERR_ARG, ERR_GROUP
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
@@ -107,20 +108,31 @@ class Session:
         self._check('Get_info')
         return Info.Create()
 
+    @classmethod
+    def Create_errhandler(cls, errhandler_fn):
+        """A new error handler calling ``errhandler_fn(session, code)``."""
+        return create_errhandler('session', errhandler_fn)
+
     def Get_errhandler(self):
-        """The session's error handler."""
+        """A new handle to the session's error handler."""
         self._check('Get_errhandler')
-        return self._errhandler
+        return Errhandler(self._errhandler)
 
     def Set_errhandler(self, errhandler):
         """Set the session's error handler (errors raise MPI.Exception)."""
         self._check('Set_errhandler')
-        self._errhandler = errhandler
+        if not isinstance(errhandler, Errhandler):
+            raise TypeError('Set_errhandler expects an Errhandler, got '
+                            '{!r}'.format(errhandler))
+        if not errhandler:
+            raise MPIException(ERR_ARG, 'Set_errhandler with '
+                               'ERRHANDLER_NULL')
+        self._errhandler = Errhandler(errhandler)
 
     def Call_errhandler(self, errorcode):
-        """Raise the error ``errorcode`` as MPI.Exception."""
+        """Invoke the session's error handler with ``errorcode``."""
         self._check('Call_errhandler')
-        raise MPIException(errorcode)
+        call_errhandler(self._errhandler, self, errorcode)
 
     def __bool__(self):
         return self._open
