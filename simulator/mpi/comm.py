@@ -19,7 +19,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.commattr import CommProps
 from simulator.mpi.group import Group
-from simulator.mpi.handles import HandleMixin
+from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.pcoll import PersistentCollectives
@@ -53,8 +53,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
             # Comm(comm): another handle to the same communicator
             comm = comm._state
         elif comm is not None and not isinstance(comm, CommState):
-            raise TypeError('Comm() argument must be a Comm, not '
-                            '{}'.format(type(comm).__name__))
+            raise handle_argument_error('Comm', comm)
         self._state = comm
 
     def _handle_target(self):

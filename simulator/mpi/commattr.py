@@ -16,7 +16,8 @@ from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
                                      ERR_INFO_KEY, ERR_INFO_NOKEY,
                                      ERR_INFO_VALUE, ERR_KEYVAL, SUCCESS)
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.handles import HandleMixin, register_fixed
+from simulator.mpi.handles import (HandleMixin, handle_argument_error,
+                                   register_fixed)
 
 __all__ = ['Errhandler', 'Info', 'call_errhandler', 'create_errhandler',
            'ERRHANDLER_NULL',
@@ -76,8 +77,7 @@ class Errhandler(HandleMixin):
         elif isinstance(errhandler, _Handler):
             self._h = errhandler
         else:
-            raise TypeError('Errhandler() argument must be an Errhandler, '
-                            'not {}'.format(type(errhandler).__name__))
+            raise handle_argument_error('Errhandler', errhandler)
 
     def _handle_target(self):
         return self._h
@@ -199,8 +199,7 @@ class Info(HandleMixin):
         elif isinstance(info, Info):
             self._d = info._d
         else:
-            raise TypeError('Info() argument must be an Info, not '
-                            '{}'.format(type(info).__name__))
+            raise handle_argument_error('Info', info)
 
     def _handle_target(self):
         return self._d

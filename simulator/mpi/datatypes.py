@@ -19,6 +19,7 @@ from simulator.engine.actors import current
 from simulator.mpi import typemap
 from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_TYPE
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.values import VALUES
 
 __all__ = ['Datatype', 'from_dtype', 'DATATYPE_NAMES', 'DATATYPE_NULL',
@@ -75,8 +76,7 @@ class Datatype:
         elif isinstance(datatype, Datatype):
             self._h = datatype._h
         else:
-            raise TypeError('Datatype() argument must be a Datatype, not '
-                            '{}'.format(type(datatype).__name__))
+            raise handle_argument_error('Datatype', datatype)
 
     @classmethod
     def _of(cls, handle):

@@ -11,13 +11,22 @@ import itertools
 
 from simulator.engine.actors import current
 
-__all__ = ['HandleMixin', 'handle_of', 'target_of', 'register_fixed']
+__all__ = ['HandleMixin', 'handle_of', 'target_of', 'register_fixed',
+           'handle_argument_error']
 
 # Used only outside a simulated rank (objects made at import time).
 _OUTSIDE = {}
 # Predefined objects keep one number in every rank (filled at import).
 _FIXED_NUMBER = {}
 _FIXED_TARGET = {}
+
+
+def handle_argument_error(kind, value):
+    """The TypeError of ``MPI.<kind>(value)`` given a ``value`` that is not
+    a handle of that kind (mpi4py's copy constructors take only their own)."""
+    article = 'an' if kind[0] in 'AEIOU' else 'a'
+    return TypeError('{}() argument must be {} {}, not {}'.format(
+        kind, article, kind, type(value).__name__))
 
 
 def register_fixed(target, number, kind):

@@ -12,7 +12,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_COUNT,
                                      ERR_REQUEST, ERR_TYPE, PROC_NULL,
                                      SUCCESS, UNDEFINED)
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.handles import HandleMixin
+from simulator.mpi.handles import HandleMixin, handle_argument_error
 
 __all__ = ['Status', 'Request', 'ProcNullRequest', 'Grequest',
            'REQUEST_NULL']
@@ -28,8 +28,7 @@ class Status:
 
     def __init__(self, status=None):
         if status is not None and not isinstance(status, Status):
-            raise TypeError('Status() argument must be a Status, not '
-                            '{}'.format(type(status).__name__))
+            raise handle_argument_error('Status', status)
         self._mem = np.zeros(1, _STATUS_LAYOUT)
         if status is None:
             self._mem['source'] = ANY_SOURCE
@@ -220,8 +219,7 @@ class Request(HandleMixin):
             return
         if request is not None and not isinstance(request,
                                                   activity.Activity):
-            raise TypeError('Request() argument must be a Request, not '
-                            '{}'.format(type(request).__name__))
+            raise handle_argument_error('Request', request)
         self._activity = request
         self._done = request is None
         self._result = None
@@ -576,8 +574,7 @@ class Grequest(Request):
 
     def __init__(self, request=None):
         if request is not None and not isinstance(request, Grequest):
-            raise TypeError('Grequest() argument must be a Grequest, not '
-                            '{}'.format(type(request).__name__))
+            raise handle_argument_error('Grequest', request)
         super().__init__()
         if request is not None:
             _forward_to(self, request._origin)

@@ -14,6 +14,7 @@ from simulator.mpi.commattr import (ERRORS_RETURN, Errhandler, Info,
 from simulator.mpi.constants import ERR_ARG, ERR_GROUP
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
+from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.values import VALUES
 
 __all__ = ['Session', 'SESSION_NULL', 'create_from_group']
@@ -47,8 +48,7 @@ class Session:
 
     def __init__(self, session=None):
         if session is not None and not isinstance(session, Session):
-            raise TypeError('Session() argument must be a Session, not '
-                            '{}'.format(type(session).__name__))
+            raise handle_argument_error('Session', session)
         self._open = session is not None and session._open
         self._errhandler = getattr(session, '_errhandler', ERRORS_RETURN)
 

@@ -40,6 +40,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.msgspec import parse
 from simulator.mpi.group import Group
+from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
                                     Errhandler, Info,
                                     call_errhandler, create_errhandler)
@@ -104,8 +105,7 @@ class Win(bytearray):
     def __init__(self, win=None):
         super().__init__()
         if win is not None and not isinstance(win, Win):
-            raise TypeError('Win() argument must be a Win, not {}'.format(
-                type(win).__name__))
+            raise handle_argument_error('Win', win)
         if isinstance(win, Win) and win._shared is not None:
             raise not_simulated('MPI.Win(win): a second handle to a window')
         self._shared = None
