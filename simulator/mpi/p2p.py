@@ -93,12 +93,8 @@ class RecvRequest(Request):
             raw = data.view(np.uint8).reshape(-1)
             room = buf.data[:buf.count].view(np.uint8).reshape(-1)
             if raw.size > room.size:
-                raise MPIException(ERR_TRUNCATE, 'rank {}: {} of {} bytes '
-                                   'cannot hold the {} sent by rank {} with '
-                                   'tag {} on {}'.format(
-                                       record.rank, record.op, room.size,
-                                       raw.size, msg.source, msg.tag,
-                                       comm_name))
+                raise _truncated(record, msg, comm_name, room.size,
+                                 raw.size, 'bytes')
             room[:raw.size] = raw
             buf.flush()
             return
@@ -112,14 +108,19 @@ class RecvRequest(Request):
                     msg.datatype.name, data.dtype, msg.record.op,
                     msg.record.where))
         if data.size > buf.count:
-            raise MPIException(ERR_TRUNCATE, 'rank {}: {} of {} elements '
-                               'cannot hold the {} sent by rank {} with tag '
-                               '{} on {}'.format(
-                                   record.rank, record.op, buf.count,
-                                   data.size, msg.source, msg.tag,
-                                   comm_name))
+            raise _truncated(record, msg, comm_name, buf.count, data.size,
+                             'elements')
         buf.data[:data.size] = data
         buf.flush()
+
+
+def _truncated(record, msg, comm_name, room, sent, unit):
+    """MPI_ERR_TRUNCATE for a receive of ``room`` ``unit`` that the message
+    of ``sent`` overflows, naming both ranks, the tag and the communicator."""
+    return MPIException(ERR_TRUNCATE, 'rank {}: {} of {} {} cannot hold the '
+                        '{} sent by rank {} with tag {} on {}'.format(
+                            record.rank, record.op, room, unit, sent,
+                            msg.source, msg.tag, comm_name))
 
 
 def _untyped(datatype):
