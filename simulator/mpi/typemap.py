@@ -14,6 +14,8 @@ scatter a receive.
 signature" then is ``size // base.size`` of it), or None for a struct
 mixing several: such data moves as bytes.
 """
+import math
+
 import numpy as np
 
 __all__ = ['Layout', 'predefined', 'block_layout', 'struct_layout',
@@ -163,13 +165,17 @@ def subarray(child, sizes, subsizes, starts, fortran):
         rows = [r + (starts[dim] + k) * strides[dim] for r in rows
                 for k in range(subsizes[dim])]
     last = starts[-1]
-    blocks = [((r + last) * ext, subsizes[-1], child) for r in rows]
+    return _within_array(
+        [((r + last) * ext, subsizes[-1], child) for r in rows], sizes, child)
+
+
+def _within_array(blocks, sizes, child):
+    """The layout of ``blocks`` of ``child`` inside a whole array of
+    ``sizes`` elements (subarray, darray): lb 0, extent the array's."""
     inner = block_layout(blocks)
-    total = 1
-    for s in sizes:
-        total *= s
-    return Layout(inner.size, 0, total * ext, inner.true_lb, inner.true_ub,
-                  inner.base, lambda: [(0, 1, inner)], child.align, True)
+    return Layout(inner.size, 0, math.prod(sizes) * child.extent,
+                  inner.true_lb, inner.true_ub, inner.base,
+                  lambda: [(0, 1, inner)], child.align, True)
 
 
 def _dist_block(gsize, nprocs, coord, darg):
@@ -228,11 +234,5 @@ def darray_blocks(child, size, rank, gsizes, distribs, dargs, psizes,
         rows = [r + k * strides[i] for r in rows
                 for s, c in per_dim[i] for k in range(s, s + c)]
     ext = child.extent
-    blocks = [((r + s) * ext, c, child) for r in rows
-              for s, c in per_dim[-1] if c > 0]
-    inner = block_layout(blocks)
-    total = 1
-    for g in gsizes:
-        total *= g
-    return Layout(inner.size, 0, total * ext, inner.true_lb, inner.true_ub,
-                  inner.base, lambda: [(0, 1, inner)], child.align, True)
+    return _within_array([((r + s) * ext, c, child) for r in rows
+                          for s, c in per_dim[-1] if c > 0], gsizes, child)
