@@ -72,64 +72,57 @@ def _assert_prefixes_name_ranks(found):
                              prefix), (prefix, payload)
 
 
-@pytest.mark.parametrize('size', [1, 4])
-def test_ring_script_output_prefixed_and_equal_to_mpiexec(size):
-    script = _script('hello_ring.py')
-    simulated = _simulate(size, script)
+def _simulated_payloads(size, script, *args):
+    """The ``OUT`` payloads of a successful simulated run, each line's
+    prefix naming the rank its payload reports."""
+    simulated = _simulate(size, script, *args)
     assert simulated.returncode == 0, simulated.stderr
     found = _payloads(simulated.stdout)
-    assert len(found) == size
     _assert_prefixes_name_ranks(found)
-    real = _mpiexec(size, script)
+    return found
+
+
+def _assert_same_under_mpiexec(found, size, script, *args):
+    real = _mpiexec(size, script, *args)
     assert real.returncode == 0, real.stderr
     assert sorted(p for _, p in found) == sorted(
         p for _, p in _payloads(real.stdout))
+
+
+@pytest.mark.parametrize('size', [1, 4])
+def test_ring_script_output_prefixed_and_equal_to_mpiexec(size):
+    script = _script('hello_ring.py')
+    found = _simulated_payloads(size, script)
+    assert len(found) == size
+    _assert_same_under_mpiexec(found, size, script)
 
 
 def test_script_arguments_and_numpy_buffers_match_mpiexec():
     script = _script('numpy_collectives.py')
-    simulated = _simulate(4, script, '5')
-    assert simulated.returncode == 0, simulated.stderr
-    found = _payloads(simulated.stdout)
-    _assert_prefixes_name_ranks(found)
+    found = _simulated_payloads(4, script, '5')
     assert "args=['5']" in found[0][1]
-    real = _mpiexec(4, script, '5')
-    assert real.returncode == 0, real.stderr
-    assert sorted(p for _, p in found) == sorted(
-        p for _, p in _payloads(real.stdout))
+    _assert_same_under_mpiexec(found, 4, script, '5')
 
 
 @pytest.mark.parametrize('size', [1, 3])
 def test_mpi4py_util_script_runs_over_simulated_windows(size):
     # mpi4py.util.sync (pure Python over MPI.Win) imported per rank.
     script = _script('util_sync_counter.py')
-    simulated = _simulate(size, script)
-    assert simulated.returncode == 0, simulated.stderr
-    found = _payloads(simulated.stdout)
-    _assert_prefixes_name_ranks(found)
+    found = _simulated_payloads(size, script)
     expected = 5 * size * (size + 1) // 2
     assert sorted(p for _, p in found) == [
         'OUT rank={} total={} expected={} tickets={}'.format(
             r, expected, expected, list(range(100, 100 + size)))
         for r in range(size)]
-    real = _mpiexec(size, script)
-    assert real.returncode == 0, real.stderr
-    assert sorted(p for _, p in found) == sorted(
-        p for _, p in _payloads(real.stdout))
+    _assert_same_under_mpiexec(found, size, script)
 
 
 @pytest.mark.parametrize('size', [1, 3])
 def test_mpi4py_util_pkl5_script_matches_mpiexec(size):
     script = _script('util_pkl5_ring.py')
-    simulated = _simulate(size, script)
-    assert simulated.returncode == 0, simulated.stderr
-    found = _payloads(simulated.stdout)
+    found = _simulated_payloads(size, script)
     assert len(found) == 2 * size
-    _assert_prefixes_name_ranks(found)
-    real = _mpiexec(size, script)
-    assert real.returncode == 0, real.stderr
-    assert sorted(p for _, p in found) == sorted(
-        p for _, p in _payloads(real.stdout))
+    _assert_same_under_mpiexec(found, size, script)
 
 
 def test_module_mode_runs_as_main():
