@@ -2,20 +2,23 @@
 
 Runs a probe under ``mpiexec -n 2`` with the real mpi4py: ping-pong round
 trips of 8 bytes (latency = half a round trip) and of 4 MiB (bandwidth
-from the time beyond the latency), and NumPy sums of 4 MiB (the rate a
-rank reduces at). Writes a machine description (TOML) that
-``python -m simulator --machine FILE`` reads. Both ranks run on this host,
-so the ``intra`` link is measured; ``inter`` is left out (it defaults to
-``intra``): add it by hand for a cluster, or calibrate there.
+from the time beyond the latency), NumPy sums of 4 MiB (the rate a rank
+reduces at) and copies of 4 MiB (the rate it copies memory at), both
+ranks at once as in a collective. Writes a machine description (TOML)
+that ``python -m simulator --machine FILE`` reads, with the collective
+selection of the MPI library that ran the probe (``openmpi`` for Open
+MPI). Both ranks run on this host, so the ``intra`` link is measured;
+``inter`` is left out (it defaults to ``intra``): add it by hand for a
+cluster, or calibrate there.
 
-The figures are medians over several batches; on a machine shared with
-other work they are only as steady as the machine.
+Each figure is the best (least time) of several batches: other work on
+the machine only ever adds time, so the least is the steadiest estimate
+of what the machine does when it is free.
 """
 import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -26,7 +29,7 @@ _SMALL, _LARGE = 8, 4 << 20
 
 
 def _pingpong(comm, np, nbytes, rounds, batches):
-    """Median seconds of one round trip of ``nbytes``."""
+    """Least seconds of one round trip of ``nbytes`` (a batch's mean)."""
     buf = np.zeros(nbytes, np.uint8)
     rank = comm.Get_rank()
     per_batch = []
@@ -41,19 +44,29 @@ def _pingpong(comm, np, nbytes, rounds, batches):
                 comm.Recv(buf, 0)
                 comm.Send(buf, 0)
         per_batch.append((time.perf_counter() - start) / rounds)
-    return statistics.median(per_batch[1:])
+    return min(per_batch[1:])
 
 
-def _reduce_rate(np, nbytes, rounds=20):
+def _rate(comm, np, nbytes, kernel, rounds=20):
+    """Bytes/s of ``kernel(a, b)`` on two float32 arrays of ``nbytes``,
+    both ranks at once (they share the memory bus in a collective)."""
     a = np.ones(nbytes // 4, np.float32)
     b = np.ones_like(a)
-    out = np.empty_like(a)
+    kernel(a, b)                        # first touch of the pages
     times = []
     for _ in range(rounds):
+        comm.Barrier()
         start = time.perf_counter()
-        np.add(a, b, out=out)
+        kernel(a, b)
         times.append(time.perf_counter() - start)
-    return nbytes / statistics.median(times)
+    return nbytes / min(times)
+
+
+def _library(MPI):
+    """The description's ``selection`` for the MPI library running."""
+    version = MPI.Get_library_version() if hasattr(
+        MPI, 'Get_library_version') else ''
+    return 'openmpi' if 'Open MPI' in version else 'threshold'
 
 
 def probe():
@@ -66,14 +79,18 @@ def probe():
                          '{}'.format(comm.Get_size()))
     small = _pingpong(comm, np, _SMALL, 1000, 7)
     large = _pingpong(comm, np, _LARGE, 10, 5)
-    rate = _reduce_rate(np, _LARGE)
+    reduce_rate = _rate(comm, np, _LARGE,
+                        lambda a, b: np.add(a, b, out=b))
+    copy_rate = _rate(comm, np, _LARGE, lambda a, b: np.copyto(b, a))
     if comm.Get_rank() == 0:
         latency = small / 2
         transfer = max(large / 2 - latency, 1e-9)
         cores = len(os.sched_getaffinity(0)) if hasattr(
             os, 'sched_getaffinity') else os.cpu_count()
         print(json.dumps({'latency': latency, 'bandwidth': _LARGE / transfer,
-                          'reduce_bandwidth': rate, 'cores': cores,
+                          'reduce_bandwidth': reduce_rate,
+                          'copy_bandwidth': copy_rate,
+                          'selection': _library(MPI), 'cores': cores,
                           'host': MPI.Get_processor_name()}))
 
 
@@ -83,10 +100,12 @@ def describe(figures, command):
         '# This machine ({host}): ranks on one host, messages through the',
         '# MPI library\'s shared-memory transport. Measured by',
         '#   {command}',
-        '# at {when} (2 ranks, mpiexec; medians of several batches).',
+        '# at {when} (2 ranks, mpiexec; the best of several batches).',
         'name = "{host} (shared memory, calibrated)"',
         'cores_per_node = {cores}',
+        'selection = "{selection}"    # collective algorithms as this MPI',
         'reduce_bandwidth = {reduce_bandwidth:.4g}   # bytes/s a rank sums',
+        'copy_bandwidth = {copy_bandwidth:.4g}     # bytes/s a rank copies',
         '',
         '[links.intra]',
         'latency = {latency:.4g}     # seconds: half an 8-byte round trip',
@@ -130,10 +149,11 @@ def main(argv=None):
         options.output))
     with open(options.output, 'w') as f:
         f.write(text)
-    print('latency {:.3g} s, bandwidth {:.3g} B/s, reduce {:.3g} B/s, {} '
-          'cores -> {}'.format(figures['latency'], figures['bandwidth'],
-                               figures['reduce_bandwidth'],
-                               figures['cores'], options.output))
+    print('latency {:.3g} s, bandwidth {:.3g} B/s, reduce {:.3g} B/s, '
+          'copy {:.3g} B/s, {} cores, {} selection -> {}'.format(
+              figures['latency'], figures['bandwidth'],
+              figures['reduce_bandwidth'], figures['copy_bandwidth'],
+              figures['cores'], figures['selection'], options.output))
     return 0
 
 

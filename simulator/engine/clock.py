@@ -22,12 +22,14 @@ virtual time is off.
 """
 import builtins
 import contextlib
+import gc
 import sys
 import threading
 import time
 
 import numpy as np
 
+from simulator.engine.actors import current
 from simulator.engine.netmodel import family_of
 
 __all__ = ['VirtualTime', 'RankClock', 'patch_time', 'payload_bytes']
@@ -82,6 +84,7 @@ class _Thread(threading.local):
         self.started = None     # virtual time the current call/compute began
         self.op = None
         self.args = None
+        self.in_place = None    # the current Allreduce's IN_PLACE, or None
 
 
 def payload_bytes(arg):
@@ -122,9 +125,20 @@ class VirtualTime:
         self._local = _Thread()
         self._collectives = {}
         self._bases = {}
+        self.boundary = 0.0
 
-    def attach(self, world):
-        """Give ``world`` its clocks (before its ranks start)."""
+    def attach(self, world, boundary=0.0):
+        """Give ``world`` its clocks (before its ranks start).
+
+        ``boundary``: CPU seconds the simulator's own call wrapper spends
+        outside the span it can measure, per MPI call (see
+        :func:`simulator.mpi.timing.boundary_cost`); each call's compute
+        is that much less.
+        """
+        if boundary < 0:
+            raise ValueError('boundary must be non-negative, got '
+                             '{!r}'.format(boundary))
+        self.boundary = float(boundary)
         self.world = world
         world.clock = self
         self.clocks = [RankClock() for _ in range(world.size)]
@@ -152,10 +166,10 @@ class VirtualTime:
             self._commit(rank)
             self._span_compute(rank)
 
-    def _commit(self, rank):
+    def _commit(self, rank, less=0.0):
         st = self._local
         t = _thread_time()
-        delta = (t - st.mark) * self._scale[rank]
+        delta = (t - st.mark - less) * self._scale[rank]
         st.mark = t
         if delta > 0:
             clock = self.clocks[rank]
@@ -170,14 +184,17 @@ class VirtualTime:
             self.events.append(('compute', rank, st.started, now, None))
         st.started = now
 
-    def enter(self, rank, op):
-        """The calling thread of ``rank`` enters MPI call ``op``."""
+    def enter(self, rank, op, in_place=None):
+        """The calling thread of ``rank`` enters MPI call ``op``;
+        ``in_place``: whether a buffer Allreduce was given ``IN_PLACE``
+        (None for other calls)."""
         st = self._local
         st.depth += 1
         if st.depth == 1:
-            self._commit(rank)
+            self._commit(rank, self.boundary)
             self._span_compute(rank)
             st.op = op
+            st.in_place = in_place
             st.args = {} if self.events is not None else None
             clock = self.clocks[rank]
             if clock.first_call is None:
@@ -266,6 +283,10 @@ class VirtualTime:
         cached[4] = seen + 1
         if cached[4] >= slot.size:
             self._collectives.pop(key, None)
+        in_place = self._local.in_place
+        if in_place is not None:
+            # This rank's own copy of its send buffer comes first.
+            cost += self.machine.copy_time(algorithm, nbytes, in_place)
         self.clocks[rank].advance_to(start + cost, cost)
         if self.events is not None:
             self.note(comm=slot.comm_name, bytes=nbytes, ranks=slot.size,
@@ -331,8 +352,6 @@ _saved_import = []
 
 
 def _virtual_function(name, real, ns):
-    from simulator.engine.actors import current
-
     def virtual():
         ctx = current()
         if ctx is not None:
@@ -350,8 +369,6 @@ def _virtual_function(name, real, ns):
 
 
 def _virtual_sleep():
-    from simulator.engine.actors import current
-
     def sleep(seconds):
         ctx = current()
         if ctx is not None and ctx.world.clock is not None:
@@ -363,24 +380,49 @@ def _virtual_sleep():
     return sleep
 
 
-def _uncounted_import(real):
-    from simulator.engine.actors import current
-    local = threading.local()
+# A thread inside an uncounted span (an import, a garbage collection):
+# spans nested in it must not be subtracted twice.
+_uncounting = threading.local()
 
+
+def _uncounted(fn, *args):
+    """Run ``fn(*args)``; its CPU time counts for no rank (the calling
+    thread's, when it runs a rank in virtual time)."""
+    ctx = current()
+    if ctx is None or ctx.world.clock is None or \
+            getattr(_uncounting, 'inside', False):
+        return fn(*args)
+    _uncounting.inside = True
+    start = _thread_time()
+    try:
+        return fn(*args)
+    finally:
+        _uncounting.inside = False
+        ctx.world.clock.uncounted(_thread_time() - start)
+
+
+def _uncounted_import(real):
     def import_(name, *args, **kwargs):
-        ctx = current()
-        if ctx is None or ctx.world.clock is None or \
-                getattr(local, 'inside', False):
-            return real(name, *args, **kwargs)
-        local.inside = True
-        start = _thread_time()
-        try:
-            return real(name, *args, **kwargs)
-        finally:
-            local.inside = False
-            ctx.world.clock.uncounted(_thread_time() - start)
+        return _uncounted(lambda: real(name, *args, **kwargs))
     import_.simulator_virtual = True
     return import_
+
+
+def _gc_phase(phase, info):
+    # A collection runs in whichever thread allocated last, over every
+    # rank's garbage (the ranks share one heap): it counts for no rank.
+    ctx = current()
+    if ctx is None or ctx.world.clock is None:
+        return
+    if phase == 'start':
+        if not getattr(_uncounting, 'inside', False):
+            _uncounting.inside = True
+            _uncounting.gc_start = _thread_time()
+    elif getattr(_uncounting, 'gc_start', None) is not None:
+        spent = _thread_time() - _uncounting.gc_start
+        _uncounting.gc_start = None
+        _uncounting.inside = False
+        ctx.world.clock.uncounted(spent)
 
 
 def _rebinding_candidates():
@@ -403,8 +445,9 @@ def patch_time():
     """While inside, ``time.time/perf_counter/monotonic`` (and their
     ``_ns`` forms) read the calling rank's virtual clock in ranks whose
     world has one, and real time everywhere else; ``time.sleep`` in such
-    a rank also moves its clock on, and the CPU time of imports counts for
-    no rank (the ranks share libraries: one rank would pay for all)."""
+    a rank also moves its clock on, and the CPU time of imports and of
+    garbage collections counts for no rank (the ranks share libraries and
+    one heap: one rank would pay for all)."""
     global _patched
     with _patch_lock:
         _patched += 1
@@ -423,6 +466,7 @@ def patch_time():
             # from run to run. Imports count for no rank.
             _saved_import.append(builtins.__import__)
             builtins.__import__ = _uncounted_import(builtins.__import__)
+            gc.callbacks.append(_gc_phase)
             for namespace in _rebinding_candidates():
                 for key, value in list(namespace.items()):
                     # By identity: module globals may hash or compare
@@ -442,6 +486,7 @@ def patch_time():
                     setattr(time, name, real)
                 time.sleep = _REAL_SLEEP
                 builtins.__import__ = _saved_import.pop()
+                gc.callbacks.remove(_gc_phase)
                 for namespace, key, real in _rebound:
                     if getattr(namespace.get(key), 'simulator_virtual',
                                False):

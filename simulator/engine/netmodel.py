@@ -9,7 +9,14 @@ latency-bandwidth (Hockney) model: a message of ``n`` bytes takes
 library would pick for it costs in that model (the formulas of Thakur,
 Rabenseifner and Gropp, "Optimization of Collective Communication
 Operations in MPICH", IJHPCA 2005); :meth:`Machine.collective_time` names
-the algorithm it charged.
+the algorithm it charged. Which algorithm: ``selection = "threshold"``
+(the default) takes a latency-optimal one below 64 KiB and a
+bandwidth-optimal one from there; ``selection = "openmpi"`` follows Open
+MPI 5.0's ``coll/tuned`` fixed decision rules where the model has them
+(Allreduce), so a description of a machine running Open MPI charges what
+Open MPI runs. ``copy_bandwidth`` (bytes/s of a memory copy) charges the
+copy of a non-in-place Allreduce's send buffer into its receive buffer
+(and the copy recursive doubling always makes).
 
 Descriptions are TOML or JSON files (:func:`load_machine`); the shipped
 ones live in ``simulator/machines/``.
@@ -24,7 +31,7 @@ except ImportError:         # Python 3.10: JSON descriptions only
     tomllib = None
 
 __all__ = ['Link', 'Machine', 'load_machine', 'machine_path',
-           'family_of', 'ALGORITHMS', 'DEFAULT_MACHINE']
+           'family_of', 'ALGORITHMS', 'SELECTIONS', 'DEFAULT_MACHINE']
 
 _MACHINES = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'machines')
@@ -33,7 +40,8 @@ DEFAULT_MACHINE = 'shared_memory'
 # Algorithms per collective family; the first is the small-message choice,
 # the second the large-message one (see _AUTO_SWITCH_BYTES).
 ALGORITHMS = {
-    'allreduce': ('recursive_doubling', 'ring'),
+    'allreduce': ('recursive_doubling', 'ring', 'segmented_ring',
+                  'rabenseifner', 'nonoverlapping', 'basic_linear'),
     'bcast': ('binomial', 'scatter_allgather'),
     'reduce': ('binomial', 'reduce_scatter_gather'),
     'allgather': ('recursive_doubling', 'ring'),
@@ -47,6 +55,42 @@ ALGORITHMS = {
 # MPICH's and Open MPI's tuned defaults switch to bandwidth-optimal
 # algorithms around a few tens of KiB.
 _AUTO_SWITCH_BYTES = 64 * 1024
+# The large-message choice of selection "threshold" (the first entry of
+# ALGORITHMS is the small-message one).
+_LARGE = {'allreduce': 'ring'}
+
+# Open MPI 5.0.x, coll/tuned's fixed decision for a commutative Allreduce
+# (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c, v5.0.9): per
+# communicator size below the first figure, (bytes below, algorithm)
+# rows; the last row of each has no bound.
+_OPENMPI_ALLREDUCE = (
+    (4, ((8, 'ring'), (4096, 'recursive_doubling'), (8192, 'ring'),
+         (16384, 'recursive_doubling'), (65536, 'ring'),
+         (262144, 'segmented_ring'), (None, 'rabenseifner'))),
+    (8, ((16, 'ring'), (8192, 'recursive_doubling'),
+         (None, 'rabenseifner'))),
+    (16, ((8192, 'recursive_doubling'), (None, 'rabenseifner'))),
+    (32, ((64, 'segmented_ring'), (4096, 'recursive_doubling'),
+          (None, 'rabenseifner'))),
+    (64, ((128, 'segmented_ring'), (None, 'rabenseifner'))),
+    (128, ((262144, 'recursive_doubling'), (None, 'rabenseifner'))),
+    (256, ((131072, 'nonoverlapping'), (262144, 'recursive_doubling'),
+           (None, 'rabenseifner'))),
+    (512, ((4096, 'nonoverlapping'), (None, 'rabenseifner'))),
+    (2048, ((2048, 'nonoverlapping'), (16384, 'recursive_doubling'),
+            (None, 'rabenseifner'))),
+    (4096, ((2048, 'nonoverlapping'), (4096, 'segmented_ring'),
+            (16384, 'recursive_doubling'), (None, 'rabenseifner'))),
+    (None, ((2048, 'nonoverlapping'), (16384, 'segmented_ring'),
+            (32768, 'recursive_doubling'), (None, 'rabenseifner'))),
+)
+SELECTIONS = ('threshold', 'openmpi')
+
+
+def _first_below(rows, value):
+    for bound, choice in rows:
+        if bound is None or value < bound:
+            return choice
 
 # Collective op name (mpi4py spelling, any case) -> family.
 _FAMILY = {
@@ -114,9 +158,25 @@ def _cost(algorithm, p, n, a, b, g):
     lg = _log2(p)
     if algorithm == 'recursive_doubling':
         return lg * (a + n * b + n * g)
-    if algorithm == 'ring':
-        # allreduce: reduce-scatter then allgather around the ring
+    if algorithm in ('ring', 'segmented_ring'):
+        # allreduce: reduce-scatter then allgather around the ring (the
+        # segments pipeline, which this model does not see)
         return 2 * (p - 1) * a + 2 * frac * n * b + frac * n * g
+    if algorithm == 'rabenseifner':
+        # reduce-scatter by recursive halving, allgather by recursive
+        # doubling over the largest power of two; the ranks beyond it
+        # hand their data in first and get the result last
+        q = 1 << (p.bit_length() - 1)
+        extra = 0.0 if q == p else 2 * a + 2 * n * b + n * g
+        fq = (q - 1) / q
+        return 2 * _log2(q) * a + 2 * fq * n * b + fq * n * g + extra
+    if algorithm == 'nonoverlapping':
+        # a binomial Reduce, then a binomial Bcast
+        return lg * (2 * a + 2 * n * b + n * g)
+    if algorithm == 'basic_linear':
+        # the root receives and reduces every rank's data, then sends
+        # the result to each
+        return (p - 1) * (2 * a + 2 * n * b + n * g)
     if algorithm == 'binomial':
         return lg * (a + n * b + n * g)
     if algorithm == 'scatter_allgather':
@@ -146,18 +206,34 @@ class Machine:
     ``links`` maps 'intra' and 'inter' to :class:`Link`; ``ranks_per_node``
     (None: all ranks on one node unless told otherwise) and
     ``cores_per_node`` (None: unlimited); ``reduce_bandwidth`` bytes/s
-    a rank reduces (sums) at; ``compute_scale`` the default factor on
-    measured compute; ``collectives`` family -> forced algorithm.
+    a rank reduces (sums) at; ``copy_bandwidth`` bytes/s it copies
+    memory at (None: copies are free); ``compute_scale`` the default
+    factor on measured compute; ``collectives`` family -> forced
+    algorithm; ``selection`` how the others are chosen (see
+    :data:`SELECTIONS`).
     """
 
     def __init__(self, name, intra, inter=None, ranks_per_node=None,
                  cores_per_node=None, reduce_bandwidth=None,
-                 compute_scale=1.0, collectives=None, source=None):
+                 compute_scale=1.0, collectives=None, source=None,
+                 copy_bandwidth=None, selection='threshold'):
         self.name = name
         self.links = {'intra': intra, 'inter': inter or intra}
         self.ranks_per_node = ranks_per_node
         self.cores_per_node = cores_per_node
+        for what, value in (('reduce_bandwidth', reduce_bandwidth),
+                            ('copy_bandwidth', copy_bandwidth)):
+            if value is not None and (not isinstance(value, (int, float))
+                                      or value <= 0):
+                raise ValueError('{}: {} must be a positive number of '
+                                 'bytes/s, got {!r}'.format(name, what,
+                                                            value))
         self.reduce_bandwidth = reduce_bandwidth
+        self.copy_bandwidth = copy_bandwidth
+        if selection not in SELECTIONS:
+            raise ValueError('{}: unknown selection {!r} (known: {})'.format(
+                name, selection, ', '.join(SELECTIONS)))
+        self.selection = selection
         self.compute_scale = float(compute_scale)
         self.collectives = dict(collectives or {})
         self.source = source
@@ -175,14 +251,28 @@ class Machine:
         """The link class between two nodes."""
         return self.links['intra' if node_a == node_b else 'inter']
 
-    def algorithm(self, family, nbytes):
+    def algorithm(self, family, nbytes, p=2):
         """The algorithm charged for a ``family`` collective of
-        ``nbytes``."""
+        ``nbytes`` over ``p`` ranks."""
         forced = self.collectives.get(family, 'auto')
         if forced != 'auto':
             return forced
+        if self.selection == 'openmpi' and family == 'allreduce':
+            return _first_below(
+                _first_below(_OPENMPI_ALLREDUCE, p), nbytes)
         choices = ALGORITHMS[family]
-        return choices[-1] if nbytes >= _AUTO_SWITCH_BYTES else choices[0]
+        if nbytes < _AUTO_SWITCH_BYTES:
+            return choices[0]
+        return _LARGE.get(family, choices[-1])
+
+    def copy_time(self, algorithm, nbytes, in_place):
+        """Seconds a rank copies its ``nbytes`` send buffer before
+        ``algorithm`` runs: always for recursive doubling (it works on a
+        copy), else unless the call is in place."""
+        if not self.copy_bandwidth or (
+                in_place and algorithm != 'recursive_doubling'):
+            return 0.0
+        return nbytes / self.copy_bandwidth
 
     def collective_time(self, op, p, nbytes, link):
         """(seconds, algorithm) for collective ``op`` over ``p`` ranks
@@ -191,7 +281,7 @@ class Machine:
         family = family_of(op)
         if family is None:
             raise ValueError('no cost model for collective {!r}'.format(op))
-        algorithm = self.algorithm(family, nbytes)
+        algorithm = self.algorithm(family, nbytes, p)
         a, b = link.latency, 1.0 / link.bandwidth
         reduces = family in ('allreduce', 'reduce', 'reduce_scatter',
                              'scan')
@@ -253,7 +343,8 @@ def load_machine(name=DEFAULT_MACHINE):
         else:
             data = tomllib.load(f)
     known = {'name', 'links', 'ranks_per_node', 'cores_per_node',
-             'reduce_bandwidth', 'compute_scale', 'collectives'}
+             'reduce_bandwidth', 'copy_bandwidth', 'selection',
+             'compute_scale', 'collectives'}
     unknown = set(data) - known
     if unknown:
         raise ValueError('{}: unknown keys {} (known: {})'.format(
@@ -268,4 +359,6 @@ def load_machine(name=DEFAULT_MACHINE):
                    data.get('ranks_per_node'), data.get('cores_per_node'),
                    data.get('reduce_bandwidth'),
                    data.get('compute_scale', 1.0),
-                   data.get('collectives'), source=path)
+                   data.get('collectives'), source=path,
+                   copy_bandwidth=data.get('copy_bandwidth'),
+                   selection=data.get('selection', 'threshold'))

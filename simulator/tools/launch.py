@@ -24,7 +24,7 @@ from simulator.engine.clock import patch_time
 from simulator.engine.ranks import run_ranks
 from simulator.engine.schedule import Schedule
 from simulator.engine.world import World
-from simulator.mpi.timing import call_boundaries
+from simulator.mpi.timing import boundary_cost, call_boundaries
 from simulator.tools.standin import make_package
 
 __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
@@ -61,7 +61,7 @@ def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None,
     main = lambda ctx: fn(mpi.world_comm(ctx))  # noqa: E731
     if clock is None:
         return run_ranks(world, main, timeout)
-    clock.attach(world)
+    clock.attach(world, boundary_cost())
     with call_boundaries(), patch_time():
         return run_ranks(world, main, timeout)
 

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.simulator_only('runs mpiexec itself, once')
 
 def test_description_round_trips(tmp_path):
     figures = {'latency': 1.5e-6, 'bandwidth': 4.2e9,
-               'reduce_bandwidth': 3e9, 'cores': 2, 'host': 'box'}
+               'reduce_bandwidth': 3e9, 'copy_bandwidth': 6e9,
+               'selection': 'openmpi', 'cores': 2, 'host': 'box'}
     path = tmp_path / 'm.toml'
     path.write_text(describe(figures, 'python -m simulator.calibrate'))
     m = load_machine(str(path))
@@ -21,6 +22,7 @@ def test_description_round_trips(tmp_path):
     assert m.links['intra'].bandwidth == pytest.approx(4.2e9)
     assert m.links['inter'] is m.links['intra']
     assert m.cores_per_node == 2 and m.reduce_bandwidth == 3e9
+    assert m.copy_bandwidth == 6e9 and m.selection == 'openmpi'
     assert m.name.startswith('box')
 
 

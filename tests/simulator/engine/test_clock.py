@@ -9,6 +9,7 @@ import simulator
 import simulator.mpi as MPI
 from simulator.engine.clock import VirtualTime
 from simulator.engine.netmodel import Link, Machine
+from simulator.mpi.timing import boundary_cost
 
 UNSAFE = 'virtual time is the simulator\'s model of a machine'
 pytestmark = pytest.mark.simulator_only(UNSAFE)
@@ -222,3 +223,110 @@ def test_imports_count_for_no_rank(tmp_path, monkeypatch):
     simulator.run(body, 2, clock=clock)
     assert max(c.compute for c in clock.clocks) < 0.05
     assert not hasattr(__import__, 'simulator_virtual')
+
+
+def test_non_in_place_allreduce_pays_the_copy_of_its_send_buffer():
+    # Open MPI's rules over 2 ranks at 4 MiB: Rabenseifner, 2 latencies,
+    # the whole buffer once through the link, half of it reduced; a
+    # non-in-place call first copies its send buffer.
+    n, reduce_bw, copy_bw = 4 << 20, 2e9, 4e9
+    machine = Machine('ompi', Link('intra', LATENCY, BANDWIDTH),
+                      reduce_bandwidth=reduce_bw, copy_bandwidth=copy_bw,
+                      selection='openmpi')
+
+    def body(comm, in_place):
+        out = np.ones(n // 4, np.float32)
+        comm.Barrier()
+        before = time.perf_counter()
+        if in_place:
+            comm.Allreduce(MPI.IN_PLACE, out)
+        else:
+            comm.Allreduce(np.ones_like(out), out)
+        return time.perf_counter() - before, out[0]
+    collective = 2 * LATENCY + n / BANDWIDTH + n / 2 / reduce_bw
+    for in_place, expected in ((True, collective),
+                               (False, collective + n / copy_bw)):
+        clock = VirtualTime(machine, compute_scale=TINY)
+        results = simulator.run(lambda c, i=in_place: body(c, i), 2,
+                                clock=clock)
+        assert [r[1] for r in results] == [2.0, 2.0]
+        assert min(r[0] for r in results) == pytest.approx(expected,
+                                                           abs=1e-6)
+
+
+class _FixedBoundary(VirtualTime):
+    """A clock whose call path costs ``boundary`` s, whatever was
+    measured."""
+
+    def __init__(self, boundary):
+        super().__init__(Machine('slow', Link('intra', LATENCY, BANDWIDTH)),
+                         compute_scale=1.0)
+        self.fixed = boundary
+
+    def attach(self, world, boundary=0.0):
+        super().attach(world, self.fixed)
+
+
+def test_the_call_path_is_not_compute():
+    # The simulator's own work around each MPI call is measured once per
+    # process and taken off the compute between calls.
+    cost = boundary_cost()
+    assert 0 < cost < 1e-3
+
+    def body(comm):
+        for _ in range(200):
+            comm.Barrier()
+        if comm.Get_rank() == 0:
+            end = time.thread_time() + 0.02
+            while time.thread_time() < end:
+                pass
+        comm.Barrier()
+    for boundary in (0.0, 1.0):     # 1 s: no gap is left any compute
+        clock = _FixedBoundary(boundary)
+        simulator.run(body, 2, clock=clock)
+        c0, c1 = clock.clocks
+        if boundary:
+            # the spin before the last call is a gap too: all gone
+            assert c0.compute < 1e-3 and c1.compute < 1e-3
+        else:
+            assert c0.compute >= 0.02
+    with pytest.raises(ValueError, match='boundary must be non-negative'):
+        _clock().attach(None, -1.0)
+
+
+def test_garbage_collection_counts_for_no_rank():
+    # A collection runs in whichever rank thread allocated last, over
+    # every rank's garbage: it must not land on that rank's clock.
+    import gc
+
+    class Node:
+        pass
+    garbage = []
+    for _ in range(200000):
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        garbage.append(a)
+    del a, b
+
+    def body(comm):
+        if comm.Get_rank() == 0:
+            before = time.thread_time()
+            gc.collect()
+            return time.thread_time() - before
+
+    gc.disable()
+    try:
+        garbage.clear()
+        clock = _clock(scale=1.0)
+        spent, _ = simulator.run(body, 2, clock=clock)
+    finally:
+        gc.enable()
+    assert spent > 0.01
+    assert clock.clocks[0].compute < spent / 4
+    assert _gc_phase_removed()
+
+
+def _gc_phase_removed():
+    import gc
+    return not any(getattr(f, '__module__', '') ==
+                   'simulator.engine.clock' for f in gc.callbacks)

@@ -106,3 +106,68 @@ def test_nccl_names_map_to_their_families():
     with pytest.raises(ValueError, match="no cost model for collective "
                        "'Frobnicate'"):
         m.collective_time('Frobnicate', 2, 0, link)
+
+
+def _openmpi(**kw):
+    return Machine('ompi', Link('intra', A, B), selection='openmpi', **kw)
+
+
+def test_openmpi_selection_follows_its_fixed_decision_rules():
+    # Open MPI 5.0's coll/tuned, commutative Allreduce, 2 and 6 ranks
+    m = _openmpi()
+    picks = [m.algorithm('allreduce', n, 2)
+             for n in (4, 8, 4096, 8192, 16384, 65536, 4 << 20)]
+    assert picks == ['ring', 'recursive_doubling', 'ring',
+                     'recursive_doubling', 'ring', 'segmented_ring',
+                     'rabenseifner']
+    assert m.algorithm('allreduce', 8, 6) == 'ring'
+    assert m.algorithm('allreduce', 16, 6) == 'recursive_doubling'
+    assert m.algorithm('allreduce', 8192, 6) == 'rabenseifner'
+    assert m.algorithm('allreduce', 1000, 200) == 'nonoverlapping'
+    # families without rules keep the size threshold
+    assert m.algorithm('bcast', 100, 2) == 'binomial'
+    with pytest.raises(ValueError, match="unknown selection 'mvapich'"):
+        Machine('x', Link('intra', A, B), selection='mvapich')
+
+
+def test_rabenseifner_allreduce_by_hand():
+    # 4 ranks, 1 MiB: halving then doubling, 2 lg 4 latencies, each rank
+    # moves 2 * 3/4 of the data and reduces 3/4 of it.
+    n, g = 1 << 20, 1 / 2e9
+    m = _openmpi(reduce_bandwidth=2e9)
+    seconds, algorithm = m.collective_time('Allreduce', 4, n,
+                                           m.links['intra'])
+    assert algorithm == 'rabenseifner'
+    assert seconds == pytest.approx(4 * A + 1.5 * n / B + 0.75 * n * g)
+    # 6 ranks: the same over 4, plus the 2 extra ranks' hand-in (a
+    # message and a reduction) and hand-back (a message)
+    seconds, _ = m.collective_time('Allreduce', 6, n, m.links['intra'])
+    assert seconds == pytest.approx(4 * A + 1.5 * n / B + 0.75 * n * g +
+                                    2 * A + 2 * n / B + n * g)
+
+
+def test_nonoverlapping_and_linear_allreduce_by_hand():
+    n = 1000
+    m = Machine('hand', Link('intra', A, B), reduce_bandwidth=1e9,
+                collectives={'allreduce': 'nonoverlapping'})
+    # binomial Reduce then binomial Bcast over 8 ranks: 3 + 3 steps
+    assert m.collective_time('Allreduce', 8, n, m.links['intra'])[0] == \
+        pytest.approx(3 * (A + n / B + n / 1e9) + 3 * (A + n / B))
+    m = Machine('hand', Link('intra', A, B),
+                collectives={'allreduce': 'basic_linear'})
+    assert m.collective_time('Allreduce', 3, n, m.links['intra'])[0] == \
+        pytest.approx(2 * (2 * A + 2 * n / B))
+
+
+def test_send_buffer_copies():
+    m = _openmpi(copy_bandwidth=4e9)
+    n = 4 << 20
+    assert m.copy_time('rabenseifner', n, False) == pytest.approx(n / 4e9)
+    assert m.copy_time('rabenseifner', n, True) == 0.0
+    # recursive doubling works on a copy, in place or not
+    assert m.copy_time('recursive_doubling', 800, True) == \
+        pytest.approx(800 / 4e9)
+    assert _openmpi().copy_time('ring', n, False) == 0.0
+    with pytest.raises(ValueError, match='copy_bandwidth must be a '
+                       'positive number of bytes/s, got -1'):
+        _openmpi(copy_bandwidth=-1)
