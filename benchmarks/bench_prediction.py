@@ -1,6 +1,7 @@
 """Virtual time's predictions beside mpiexec measurements, in one run.
 
     python benchmarks/bench_prediction.py [--machine FILE] [--repeat N]
+        [--quiet-below LOAD --quiet-wait S]
 
 Calibrates this machine first (``python -m simulator.calibrate``) unless
 ``--machine`` names a description, then for each case runs, in turns,
@@ -15,15 +16,21 @@ read in virtual time):
   8-byte round trips, timed with ``MPI.Wtime``.
 
 Also printed: what virtual time adds to the simulator's own run time
-(the same case without ``--virtual-time``), and the spread of the
-predictions over the repeats. Figures are medians over ``--repeat``
-runs; the load average is printed with them, since a shared machine's
-measurements move with it.
+(the same case without ``--virtual-time``), the spread of the
+predictions and of the measurements over the repeats, and how busy the
+real run kept its ranks (CPU seconds of the mpiexec run over its wall
+time times 2 ranks: Open MPI's ranks poll, so below ~90 % other work
+took their cores and the measurement is slower than the machine).
+Figures are medians over ``--repeat`` runs; the load average is printed
+with them, since a shared machine's measurements move with it.
+``--quiet-below LOAD`` waits (at most ``--quiet-wait`` seconds in all)
+before each real run until the 1-minute load average is below LOAD.
 """
 import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -56,8 +63,15 @@ def _env():
     return env
 
 
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(command):
-    """(stdout, wall seconds) of a command run in the repository."""
+    """(stdout, wall seconds, CPU seconds) of a command run in the
+    repository."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=_env(),
                           capture_output=True, text=True, timeout=900)
@@ -66,7 +80,27 @@ def _run(command):
         raise SystemExit('failed ({}): {}\n{}{}'.format(
             done.returncode, ' '.join(command), done.stdout[-2000:],
             done.stderr[-2000:]))
-    return done.stdout, wall
+    return done.stdout, wall, _children_cpu() - cpu
+
+
+class _Quiet:
+    """Waits for a quiet machine: at most ``budget`` seconds in all."""
+
+    def __init__(self, below, budget):
+        self.below = below
+        self.budget = budget
+        self.waited = 0.0
+        self.gave_up = 0
+
+    def wait(self):
+        if self.below is None:
+            return
+        while os.getloadavg()[0] >= self.below:
+            if self.waited >= self.budget:
+                self.gave_up += 1
+                return
+            time.sleep(5)
+            self.waited += 5
 
 
 def _figure(stdout, kind):
@@ -94,9 +128,20 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--machine', default=None)
     parser.add_argument('--repeat', type=int, default=2)
+    parser.add_argument('--quiet-below', type=float, default=None,
+                        metavar='LOAD', help='before each real run, wait '
+                        'until the 1-minute load average is below LOAD')
+    parser.add_argument('--quiet-wait', type=float, default=600,
+                        metavar='S', help='wait at most S seconds in all '
+                        'for a quiet machine (default 600)')
     options = parser.parse_args(argv)
+    if options.repeat < 1:
+        parser.error('--repeat must be at least 1, got {}'.format(
+            options.repeat))
+    quiet = _Quiet(options.quiet_below, options.quiet_wait)
     machine = options.machine
     if machine is None:
+        quiet.wait()
         machine = os.path.join(tempfile.mkdtemp(), 'calibrated.toml')
         text = _calibrate(machine)
         print('calibrated ({}):\n  {}'.format(machine, '\n  '.join(
@@ -107,41 +152,56 @@ def main(argv=None):
     for name, kind, script in CASES:
         key = tuple(script)
         if key not in runs:
-            measured, predicted, sim_plain, sim_virtual = [], [], [], []
+            measured, predicted, sim_plain, sim_virtual, busy = \
+                [], [], [], [], []
             for _ in range(options.repeat):
-                out, _ = _run(['mpiexec', '-n', '2', sys.executable] +
-                              script)
+                quiet.wait()
+                out, wall, cpu = _run(['mpiexec', '-n', '2',
+                                       sys.executable] + script)
                 measured.append(out)
-                out, wall = _run([sys.executable, '-m', 'simulator', '-n',
-                                  '2', '--machine', machine] + script)
+                busy.append(cpu / (2 * wall))
+                out, wall, _ = _run([sys.executable, '-m', 'simulator',
+                                     '-n', '2', '--machine', machine] +
+                                    script)
                 predicted.append(out)
                 sim_virtual.append(wall)
-                _, wall = _run([sys.executable, '-m', 'simulator', '-n',
-                                '2'] + script)
+                _, wall, _ = _run([sys.executable, '-m', 'simulator', '-n',
+                                   '2'] + script)
                 sim_plain.append(wall)
-            runs[key] = (measured, predicted, sim_plain, sim_virtual)
-        measured, predicted, sim_plain, sim_virtual = runs[key]
+            runs[key] = (measured, predicted, sim_plain, sim_virtual, busy)
+        measured, predicted, sim_plain, sim_virtual, busy = runs[key]
         m = [_figure(out, kind) for out in measured]
         p = [_figure(out, kind) for out in predicted]
         pm, mm = statistics.median(p), statistics.median(m)
-        rows.append((name, pm, mm, pm / mm,
-                     (max(p) - min(p)) / pm if pm else 0.0,
+        rows.append((name, pm, mm, pm / mm, _spread(p), _spread(m),
+                     statistics.median(busy),
                      statistics.median(sim_virtual) /
                      statistics.median(sim_plain) - 1))
-    print('\nload average {:.1f} before, {:.1f} after (2 cores)'.format(
-        load_before, os.getloadavg()[0]))
-    print('{:<38} {:>11} {:>11} {:>7} {:>7} {:>9} {:>9}'.format(
+    print('\nload average {:.1f} before, {:.1f} after (2 cores){}'.format(
+        load_before, os.getloadavg()[0], '' if options.quiet_below is None
+        else '; waited {:.0f} s for load < {}{}'.format(
+            quiet.waited, options.quiet_below,
+            ', gave up {} times'.format(quiet.gave_up) if quiet.gave_up
+            else '')))
+    print('{:<36} {:>10} {:>10} {:>6} {:>9} {:>7} {:>7} {:>5} {:>7}'.format(
         'case (2 ranks)', 'predicted', 'measured', 'ratio', 'goal',
-        'spread', 'VT cost'))
-    for name, pm, mm, ratio, spread, cost in rows:
-        print('{:<38} {:>10.4f}s {:>10.4f}s {:>7.2f} {:>7} {:>8.1f}% '
-              '{:>8.0f}%'.format(name, pm, mm, ratio, '0.8-1.25',
-                                 spread * 100, cost * 100))
-    print('(spread: (max - min) / median of the predictions over {} '
-          'runs, goal <= 5%; VT cost: simulator run time with virtual '
-          'time over without, goal <= 30%; the kernels share one run)'
-          .format(options.repeat))
+        'spread', 'm.sprd', 'busy', 'VT cost'))
+    for name, pm, mm, ratio, spread, mspread, cpu, cost in rows:
+        print('{:<36} {:>9.4f}s {:>9.4f}s {:>6.2f} {:>9} {:>6.1f}% '
+              '{:>6.1f}% {:>4.0f}% {:>6.0f}%'.format(
+                  name, pm, mm, ratio, '0.8-1.25', spread * 100,
+                  mspread * 100, cpu * 100, cost * 100))
+    print('(spread / m.sprd: (max - min) / median of the predictions / '
+          'measurements over {} runs, goal for predictions <= 5%; busy: '
+          'CPU of the mpiexec run over its wall time x 2 ranks; VT cost: '
+          'simulator run time with virtual time over without, goal <= '
+          '30%; the kernels share one run)'.format(options.repeat))
     return 0
+
+
+def _spread(values):
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if middle else 0.0
 
 
 if __name__ == '__main__':
