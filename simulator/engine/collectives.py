@@ -15,8 +15,8 @@ stay until everyone is done).
 """
 from simulator.errors import CollectiveMismatchError
 
-__all__ = ['Slot', 'arrive', 'wait_ready', 'leave', 'wait_departed',
-           'describe_signature']
+__all__ = ['Slot', 'arrive', 'wait_ready', 'share_work', 'leave',
+           'wait_departed', 'describe_signature']
 
 
 class Slot:
@@ -146,6 +146,31 @@ def wait_ready(state, slot, record):
 
     with world.lock:
         world.block(lambda: slot.ready, record, hopeless)
+
+
+def share_work(state, slot):
+    """Do pieces of the slot's shared work until none is left to take,
+    then wait until every piece is done.
+
+    ``slot.result`` is the work (a :class:`~simulator.engine.
+    reduction_order.Reduction`, made by ``combine``): its ``work()`` does
+    pieces and returns True in the thread that finished the last one,
+    which sets ``done`` and wakes the ranks waiting for it. Once done, no
+    rank's buffers are read any more: nobody needs to wait for departure.
+    """
+    work = slot.result
+    world = state.world
+    if work.work():
+        with world.lock:
+            work.done = True
+            world.version += 1
+            for member in slot.members:
+                world.wake(member)
+        return
+    if work.done:
+        return
+    with world.lock:
+        world.block(lambda: work.done, slot.calls[state.rank])
 
 
 def leave(state, slot):

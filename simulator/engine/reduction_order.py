@@ -30,6 +30,7 @@ the tree of every element (sizes 2..8, 1 element to 1.2 MB, roots 0 and 1)
 and by tests/simulator/test_conformance_reduction_order.py, which checks
 these trees against real Open MPI under ``mpiexec`` bit for bit.
 """
+import itertools
 import threading
 
 import numpy as np
@@ -38,7 +39,7 @@ __all__ = ['allreduce_plan', 'iallreduce_plan', 'reduce_plan',
            'ireduce_plan', 'ireduce_scatter_plan', 'reduce_scatter_plan',
            'reduce_scatter_block_plan',
            'object_reduce_tree', 'object_scan_trees', 'evaluate',
-           'reduce_plan_into', 'expected']
+           'reduce_plan_into', 'Reduction', 'expected']
 
 
 # -- trees ----------------------------------------------------------------
@@ -438,6 +439,22 @@ def _into(tree, blocks, op, out, level=1):
     op.reduce_into(out, operand)
 
 
+def _operand(tree, blocks, op, like, level):
+    """A subtree's value: a rank's block, or evaluated into scratch
+    ``level`` (its own subtrees use the levels above)."""
+    if not isinstance(tree, tuple):
+        return blocks[tree]
+    value = _scratch(like, level)
+    _into(tree, blocks, op, value, level + 2)
+    return value
+
+
+def _same_memory(a, b):
+    """``a`` and ``b`` are the very same elements (an in-place buffer)."""
+    return (a.__array_interface__['data'][0] ==
+            b.__array_interface__['data'][0] and a.strides == b.strides)
+
+
 def reduce_plan_into(plan, op, args, out, lo, hi):
     """``out`` (elements ``lo:hi`` of the result) computed by ``plan`` from
     the ranks' flat arrays ``args``. ``out`` may be one of the inputs."""
@@ -447,12 +464,75 @@ def reduce_plan_into(plan, op, args, out, lo, hi):
             continue
         blocks = [x[a:b] for x in args]
         target = out[a - lo:b - lo]
-        if any(np.may_share_memory(target, x) for x in blocks):
+        shared = [x for x in blocks if np.may_share_memory(target, x)]
+        if not shared:
+            _into(tree, blocks, op, target)
+        elif isinstance(tree, tuple) and all(_same_memory(target, x)
+                                             for x in shared):
+            # An in-place buffer: both operands of the root are read (or
+            # evaluated into scratch) before the root's combination
+            # writes the target, elementwise, so no copy is needed.
+            op.combine_into(target,
+                            _operand(tree[0], blocks, op, target, 0),
+                            _operand(tree[1], blocks, op, target, 1))
+        else:
             scratch = _scratch(target, 0)
             _into(tree, blocks, op, scratch)
             target[...] = scratch
-        else:
-            _into(tree, blocks, op, target)
+
+
+class Reduction:
+    """One reduction cut into cache-sized pieces that any thread may do.
+
+    ``Reduction(plan, op, args, outs)``: every array of ``outs`` gets the
+    reduction of the flat ``args`` by ``plan``. :meth:`work` takes pieces
+    (``PIECE_BYTES`` of each input) until none is left, so the ranks of a
+    collective share it: whichever rank threads run do the pieces
+    (NumPy releases the GIL, so two cores work at once) and no rank
+    waits for a descheduled one to do "its" slice. Each piece is reduced
+    while its inputs are in cache and copied on to the other outputs
+    while the result is; the order of combination of every element is
+    the plan's, whoever does the piece.
+    """
+
+    PIECE_BYTES = 256 * 1024
+
+    def __init__(self, plan, op, args, outs):
+        self.plan = plan
+        self.op = op
+        self.args = args
+        self.outs = outs
+        count = args[0].size
+        step = max(1, self.PIECE_BYTES // max(1, args[0].itemsize))
+        self.pieces = [(lo, min(count, lo + step))
+                       for lo in range(0, count, step)] or [(0, 0)]
+        self.done = False
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+        self._left = len(self.pieces)
+
+    def work(self):
+        """Do pieces until none is left to take; True when this call
+        finished the last one (the caller then announces ``done``)."""
+        pieces, did = self.pieces, 0
+        while True:
+            i = next(self._next)     # atomic: a C call under the GIL
+            if i >= len(pieces):
+                break
+            self._piece(*pieces[i])
+            did += 1
+        if not did:
+            return False
+        with self._lock:
+            self._left -= did
+            return self._left == 0
+
+    def _piece(self, lo, hi):
+        outs = self.outs
+        first = outs[0][lo:hi]
+        reduce_plan_into(self.plan, self.op, self.args, first, lo, hi)
+        for out in outs[1:]:
+            out[lo:hi] = first
 
 
 def expected(collective, inputs, op, root=0, counts=None, in_place=False):

@@ -34,7 +34,6 @@ SUM = OP_NAMES['SUM']
 # took 421 us a call against 707 us split (the split costs a second
 # rendezvous), at 1 MiB 1275 against 1176 us.
 _SHARED_REDUCTION_BYTES = 512 * 1024
-_CHUNK_BYTES = 256 * 1024
 
 
 def _start(comm, op, signature, arg, combine=None, detail=None,
@@ -413,6 +412,11 @@ def _check_blocks(op_name, name, args):
 
 
 def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
+    """``(signature, contribution, reduction, shared)`` of an Allreduce:
+    ``reduction(args)`` makes the :class:`~simulator.engine.
+    reduction_order.Reduction` that writes every rank's receive buffer
+    from the contributions; ``shared`` says whether the ranks should
+    share its pieces (else one thread does it all)."""
     s = self._s
     send, recv, source = _reduction_buffers(self, op_name, sendbuf, recvbuf)
     op = _check_op(op, source.dtype, op_name)
@@ -426,45 +430,27 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
     else:
         plan = order.allreduce_plan(size, source.size, source.itemsize,
                                     op.commute)
-    if source.nbytes < _SHARED_REDUCTION_BYTES or size == 1:
-        def combine(args):
-            result = np.empty_like(args[0])
-            order.reduce_plan_into(plan, op, args, result, 0, args[0].size)
-            return result
 
-        def finish(st, slot):
-            out[...] = slot.result
-        return sig, source, finish, combine, False
+    def reduction(args):
+        # Each rank's result is written once, straight into its receive
+        # buffer (no result array, no per-rank copy of one). Nobody
+        # reads a range once its piece is written, so in-place buffers
+        # are safe.
+        return order.Reduction(plan, op, [a[0] for a in args],
+                               [a[1] for a in args])
+    shared = source.nbytes >= _SHARED_REDUCTION_BYTES and size > 1
+    return sig, (source, out), reduction, shared
 
-    def reduce_range(slot_args, reducer, lo, hi):
-        # ``reducer`` reduces [lo, hi) and writes it into every rank's
-        # result: nobody else reads that range, so in-place buffers are
-        # safe. Chunks small enough for the cache make it one pass over
-        # memory.
-        args = [a[0] for a in slot_args]
-        outs = [a[1] for a in slot_args]
-        mine = outs[reducer]
-        step = max(1, _CHUNK_BYTES // args[0].itemsize)
-        for a in range(lo, hi, step):
-            b = min(hi, a + step)
-            order.reduce_plan_into(plan, op, args, mine[a:b], a, b)
-            for r in range(size):
-                if r != reducer:
-                    outs[r][a:b] = mine[a:b]
 
-    if op_name == 'Iallreduce':
-        # The whole reduction on a progress thread started by the last
-        # arrival: the ranks compute meanwhile, and Wait only waits.
-        def progress(slot_args):
-            reduce_range(slot_args, 0, 0, slot_args[0][0].size)
-        return sig, (source, out), None, progress, False
+def _whole(reduction):
+    """A ``combine`` that does all of ``reduction`` in one thread."""
+    def combine(args):
+        reduction(args).work()
+    return combine
 
-    def finish_shared(st, slot):
-        # Rank i reduces slice i, all ranks at once.
-        n = source.size
-        reduce_range(slot.args, st.rank, n * st.rank // size,
-                     n * (st.rank + 1) // size)
-    return sig, (source, out), finish_shared, None, True
+
+def _share(st, slot):
+    coll.share_work(st, slot)
 
 
 def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
@@ -741,20 +727,29 @@ class Collectives:
     def Allreduce(self, sendbuf, recvbuf, op=SUM):
         """Every rank's ``recvbuf`` gets ``op`` over every rank's
         ``sendbuf``."""
-        sig, arg, finish, combine, shared = _allreduce_parts(
+        sig, arg, reduction, shared = _allreduce_parts(
             self, 'Allreduce', sendbuf, recvbuf, op)
-        _run(self, 'Allreduce', sig, arg, finish, combine, stay=shared)
+        if shared:
+            # The last arrival cuts the work into pieces; every rank
+            # does pieces until none is left, then waits for the rest.
+            _run(self, 'Allreduce', sig, arg, _share, reduction)
+        else:
+            _run(self, 'Allreduce', sig, arg, combine=_whole(reduction))
 
     def Iallreduce(self, sendbuf, recvbuf, op=SUM):
         """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
-        sig, arg, finish, combine, shared = _allreduce_parts(
+        sig, arg, reduction, shared = _allreduce_parts(
             self, 'Iallreduce', sendbuf, recvbuf, op)
-        if finish is None:      # "combine" is the progress-thread reduction
+        if shared:
+            # The whole reduction on a progress thread started by the
+            # last arrival: the ranks compute meanwhile, and Wait only
+            # waits.
             s, slot, record = _start(self, 'Iallreduce', sig, arg,
-                                     progress=combine)
-            return _CollectiveRequest(s, slot, record)
-        s, slot, record = _start(self, 'Iallreduce', sig, arg, combine)
-        return _CollectiveRequest(s, slot, record, finish, stay=shared)
+                                     progress=_whole(reduction))
+        else:
+            s, slot, record = _start(self, 'Iallreduce', sig, arg,
+                                     _whole(reduction))
+        return _CollectiveRequest(s, slot, record)
 
     def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
         """Root's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""

@@ -172,12 +172,11 @@ class Op(HandleMixin):
             raise ValueError('mismatch in inbuf count {} and inoutbuf '
                              'count {}'.format(source.count, target.count))
         out = target.head()
-        result = np.empty_like(out)
-        self.combine_into(result, source.head(), out, target.datatype)
-        out[...] = result
+        self.combine_into(out, source.head(), out, target.datatype)
 
     def combine_into(self, out, left, right, datatype=None):
-        """``out = left op right`` elementwise (``out`` a third array);
+        """``out = left op right`` elementwise; ``out`` may be ``left`` or
+        ``right`` itself (every element is read before it is written).
         ``datatype`` is what a user function is told (if known)."""
         if self.pairs is not None:
             _pair_combine(self.pairs, out, left, right)
@@ -187,13 +186,16 @@ class Op(HandleMixin):
                                          self.ufunc not in _LOGICAL):
             self.ufunc(left, right, out=out)
         else:
+            if np.may_share_memory(out, right):
+                # Copying ``left`` into ``out`` would overwrite it.
+                right = right.copy()
             out[...] = left
             self.reduce_into(out, right, datatype)
 
     def reduce_into(self, out, operand, datatype=None):
         """``out = out op operand`` elementwise, in place."""
         if self.pairs is not None:
-            _pair_combine(self.pairs, out, out.copy(), operand)
+            _pair_combine(self.pairs, out, out, operand)
         elif self.ufunc is np.multiply and out.dtype.kind == 'c':
             _complex_product(out, out, operand)
         elif self.ufunc is not None:
