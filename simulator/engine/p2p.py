@@ -180,11 +180,13 @@ def post_recv(world, ctx, recv):
         recv.ctx = ctx
         world.posted[rank].setdefault(ctx, []).append(recv)
         return recv
-    _deliver(world, recv, msg)
+    # The receiving thread is the caller: nobody of its rank waits for a
+    # receive that was not posted yet, so there is no one to wake.
+    _deliver(world, recv, msg, wake_receiver=False)
     return recv
 
 
-def _deliver(world, recv, msg):
+def _deliver(world, recv, msg, wake_receiver=True):
     """``recv`` takes ``msg`` (both already out of their queues)."""
     recv.message = msg
     _remember(world, recv, msg)
@@ -192,7 +194,8 @@ def _deliver(world, recv, msg):
     if send is not None:
         send.matched = True
         world.wake(send.rank)
-    world.wake(recv.rank)
+    if wake_receiver:
+        world.wake(recv.rank)
 
 
 def _eligible(world, rank, ctx, source, tag, earlier):

@@ -131,7 +131,10 @@ def _untyped(datatype):
 class PointToPoint:
     """Sends, receives and probes; mixed into ``simulator.mpi.Comm``."""
 
-    def _isend(self, op, kind, payload, datatype, dest, tag, sync=False):
+    def _isend(self, op, kind, payload, datatype, dest, tag, sync=False,
+                block=False):
+        """Post a send; its Request, or with ``block`` wait for it to
+        complete (in the same lock hold) and return None."""
         s = self._s
         if type(dest) is not int or not 0 <= dest < len(s.group):
             dest = self._peer(dest, 'destination', False)
@@ -162,6 +165,11 @@ class PointToPoint:
                     'finished'.format(s.world_rank, s.group[dest])),
                     report=report))
                 world.raise_if_broken(s.world_rank)
+            if block:
+                # One lock round trip for a blocking send (an eager one
+                # is complete already).
+                world.block(send.ready, record, send.hopeless)
+                return None
             return Request(send)
 
     def _irecv(self, op, kind, buf, source, tag, block=False):
@@ -192,21 +200,21 @@ class PointToPoint:
                 world.block(recv.ready, record, recv.hopeless)
         return request
 
-    def _send_buffer(self, op, buf, dest, tag, sync=False):
+    def _send_buffer(self, op, buf, dest, tag, sync=False, block=False):
         b = parse(buf, op, packed=True) if buf is not None else \
             parse([None, 0, 'B'], op)
         return self._isend(op, BUFFER, b.data[:b.count].copy(), b.datatype,
-                           dest, tag, sync)
+                           dest, tag, sync, block)
 
     def send(self, obj, dest, tag=0):
         """Send a picklable object (eager: returns at once)."""
         self._isend('send', OBJECT, pickling.dumps(obj), None,
-                    dest, tag).wait()
+                    dest, tag, block=True)
 
     def ssend(self, obj, dest, tag=0):
         """Send an object; return only once it is received."""
         self._isend('ssend', OBJECT, pickling.dumps(obj), None,
-                    dest, tag, sync=True).wait()
+                    dest, tag, sync=True, block=True)
 
     def isend(self, obj, dest, tag=0):
         """Start sending an object; ``wait()`` returns None."""
@@ -245,15 +253,15 @@ class PointToPoint:
 
     def Send(self, buf, dest, tag=0):
         """Send a buffer (copied now)."""
-        self._send_buffer('Send', buf, dest, tag).Wait()
+        self._send_buffer('Send', buf, dest, tag, block=True)
 
     def Bsend(self, buf, dest, tag=0):
         """Buffered send: a standard send here (never out of buffer)."""
-        self._send_buffer('Bsend', buf, dest, tag).Wait()
+        self._send_buffer('Bsend', buf, dest, tag, block=True)
 
     def Rsend(self, buf, dest, tag=0):
         """Ready send: a standard send here."""
-        self._send_buffer('Rsend', buf, dest, tag).Wait()
+        self._send_buffer('Rsend', buf, dest, tag, block=True)
 
     def Ibsend(self, buf, dest, tag=0):
         """Start a buffered send."""
@@ -273,7 +281,7 @@ class PointToPoint:
 
     def Ssend(self, buf, dest, tag=0):
         """Send a buffer; return once it is received."""
-        self._send_buffer('Ssend', buf, dest, tag, sync=True).Wait()
+        self._send_buffer('Ssend', buf, dest, tag, sync=True, block=True)
 
     def Isend(self, buf, dest, tag=0):
         """Start sending a buffer."""
