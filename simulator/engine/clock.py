@@ -30,6 +30,7 @@ import time
 import numpy as np
 
 from simulator.engine.actors import current
+from simulator.engine.modules import RankModule
 from simulator.engine.netmodel import family_of
 
 __all__ = ['VirtualTime', 'RankClock', 'patch_time', 'payload_bytes']
@@ -430,10 +431,14 @@ def _rebinding_candidates():
     # trainer: ``_get_time = time.perf_counter``). The standard library's
     # own (threading's timeouts, queue) must stay real: a blocked rank
     # spends no CPU, so a virtual deadline would never come.
+    # A rank's own copy of a user module (RankModule) imported inside the
+    # rank, where the time functions were virtual already; reading its
+    # namespace outside a rank would execute a copy there.
     stdlib = sys.stdlib_module_names
     for name, module in list(sys.modules.items()):
         if module is None or name.partition('.')[0] in stdlib or \
-                name.startswith('simulator') or name.startswith('_'):
+                name.startswith('simulator') or name.startswith('_') or \
+                isinstance(module, RankModule):
             continue
         namespace = getattr(module, '__dict__', None)
         if isinstance(namespace, dict):

@@ -81,6 +81,27 @@ def test_sizes_prints_a_scaling_table():
     assert 'OUT' not in done.stdout      # the ranks' output is not shown
 
 
+def test_sizes_run_the_users_own_modules_only_in_ranks(tmp_path):
+    # Each size is a new world in one process: the time functions are
+    # patched again, and the user's per-rank modules left from the last
+    # world must not be executed outside a rank on the way.
+    log = tmp_path / 'runs.txt'
+    (tmp_path / 'helper_vt.py').write_text(
+        'import time\n'
+        'with open({!r}, "a") as f:\n'
+        '    f.write("run\\n")\n'
+        'stamp = time.perf_counter\n'.format(str(log)))
+    script = tmp_path / 'uses_helper.py'
+    script.write_text('import helper_vt\nfrom mpi4py import MPI\n'
+                      'MPI.COMM_WORLD.Barrier()\nhelper_vt.stamp()\n')
+    done = _simulator('--sizes', '1,2', '--machine', 'gpu_cluster',
+                      str(script))
+    assert done.returncode == 0, done.stderr
+    runs = log.read_text().split()
+    # once per rank, 1 (warm-up) + 1 + 2, and never outside one
+    assert len(runs) == 4, runs
+
+
 def test_bad_options_name_the_value():
     done = _simulator('--sizes', '2,x', RING)
     assert done.returncode == 2 and "'2,x'" in done.stderr
