@@ -6,15 +6,22 @@ ranks only, ChainerMN's ranks then reduce different buffers and freeze
 (chainer#6133). Here every call first exchanges a tiny fingerprint (one
 small Allreduce); if it differs, every rank raises the same error naming
 the parameter and the ranks, instead of hanging.
+
+The same exchange tells whether every rank's grads live in its
+``GradArena`` (one flat buffer per dtype), in which case the mean is taken
+over those buffers where they lie: one chunked Allreduce per buffer, no
+packing, no call per array.
 """
 import functools
 import operator
+import weakref
 
 import numpy
 
 from chainermn_lite.communicators import _object_collectives
 
-__all__ = ['params_with_data', 'grads_for_mean', 'GradientMismatchError']
+__all__ = ['params_with_data', 'grads_for_mean', 'GradArena',
+           'GradientMismatchError']
 
 _FLOAT_KINDS = 'f'
 # Fixed odd weights make the fingerprint position-sensitive.
@@ -59,13 +66,20 @@ def _fingerprint(entries):
         _dot(codes, wa)], dtype=numpy.int64)
 
 
-def _agree(mpi_comm, module, words):
-    """One Allreduce(MAX) of [w, -w]: True when every rank sent ``words``."""
+def _max_min(mpi_comm, module, words):
+    """Every rank's largest and smallest value of each of ``words``, with
+    one Allreduce(MAX) of [w, -w]."""
     both = numpy.concatenate([words, -words])
     out = numpy.empty_like(both)
     mpi_comm.Allreduce(both, out, op=module.MAX)
     k = words.size
-    return bool((out[:k] == -out[k:]).all())
+    return out[:k], -out[k:]
+
+
+def _agree(mpi_comm, module, words):
+    """True when every rank sent the same ``words`` (one Allreduce)."""
+    high, low = _max_min(mpi_comm, module, words)
+    return bool((high == low).all())
 
 
 def _describe_mismatch(table, zero_fill, max_buf_len, rank):
@@ -99,8 +113,12 @@ def _describe_mismatch(table, zero_fill, max_buf_len, rank):
         'gradients to average:\n  '.format(rank) + '\n  '.join(lines)
 
 
-def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len):
-    """The grads to average, after the cross-rank agreement check.
+def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len,
+                   arena=None):
+    """``(params, grads, in_arenas)``: the grads to average and their
+    params, after the cross-rank agreement check; ``in_arenas`` is True
+    when on every rank they are exactly ``arena``'s views (so that the
+    mean may be taken over ``arena.flats()`` instead).
 
     With ``zero_fill`` a None grad becomes zeros (assigned to the param);
     without it, params whose grad is None are left out, which must then be
@@ -115,8 +133,15 @@ def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len):
                             ord(p.data.dtype.char)))
         else:
             entries.append((1, g.size, ord(g.dtype.char)))
-    if mpi_comm.Get_size() > 1 and not _agree(
-            mpi_comm, module, _fingerprint(entries)):
+    held = arena is not None and arena.holds(
+        [p.grad for _, p in named])
+    agreed = True
+    if mpi_comm.Get_size() > 1:
+        words = numpy.append(_fingerprint(entries), int(held))
+        high, low = _max_min(mpi_comm, module, words)
+        agreed = bool((high[:-1] == low[:-1]).all())
+        held = bool(low[-1] == 1)
+    if not agreed:
         mine = [(name, p.grad is not None, tuple(p.data.shape),
                  str((p.grad if p.grad is not None else p.data).dtype))
                 for name, p in named]
@@ -124,7 +149,9 @@ def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len):
                                                   max_buf_len)
         raise GradientMismatchError(_describe_mismatch(
             table, zero_fill, max_buf_len, mpi_comm.Get_rank()))
-    grads = []
+    if held:
+        return [p for _, p in named], [p.grad for _, p in named], True
+    params, grads = [], []
     for name, p in named:
         g = p.grad
         if g is None:
@@ -137,5 +164,69 @@ def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len):
                             'has a {} grad; only float16/32/64 grads can be '
                             'averaged'.format(mpi_comm.Get_rank(), name,
                                               g.dtype))
+        params.append(p)
         grads.append(g)
-    return grads
+    return params, grads, False
+
+
+_ARENA_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
+
+
+class GradArena:
+    """One flat buffer per dtype for grads that stay the same arrays.
+
+    When a mean is taken over the very grad arrays of the previous mean
+    (grads updated in place, a benchmark's model), ``settle`` moves them
+    into one flat buffer per dtype and makes the params' ``.grad`` views of
+    it; from then on the mean runs over those buffers where they lie. A
+    grad replaced by another array (Chainer's backward makes new ones) is
+    simply not the arena's any more and the usual path takes it. The arena
+    holds weak references only: the buffers live as long as the params'
+    views of them.
+    """
+
+    def __init__(self):
+        self._views = ()       # weak references to the bound views
+        self._flats = ()       # weak references to the flat buffers
+        self._previous = ()    # weak references to the last mean's grads
+
+    def holds(self, grads):
+        """Whether ``grads`` are exactly the arena's views, in order."""
+        views = self._views
+        return bool(views) and len(views) == len(grads) and all(
+            g is not None and r() is g for r, g in zip(views, grads))
+
+    def flats(self):
+        """The flat buffers, one per dtype (valid while ``holds``)."""
+        return [r() for r in self._flats]
+
+    def settle(self, params, grads):
+        """After a mean of ``params``' ``grads`` outside the arena: if they
+        are the previous mean's arrays again, move them into the arena."""
+        previous, self._previous = self._previous, ()
+        if not grads or not all(type(g) is numpy.ndarray and
+                                g.dtype in _ARENA_DTYPES for g in grads):
+            return
+        if len(previous) != len(grads) or not all(
+                r() is g for r, g in zip(previous, grads)):
+            self._previous = [weakref.ref(g) for g in grads]
+            return
+        if len(set(map(id, grads))) != len(grads):
+            return             # one array for two params: keep it shared
+        by_dtype = {}
+        for p, g in zip(params, grads):
+            by_dtype.setdefault(g.dtype, []).append((p, g))
+        views, flats = [None] * len(grads), []
+        position = {id(p): k for k, p in enumerate(params)}
+        for dtype, members in by_dtype.items():
+            flat = numpy.empty(sum(g.size for _, g in members), dtype)
+            offset = 0
+            for p, g in members:
+                view = flat[offset:offset + g.size].reshape(g.shape)
+                view[...] = g
+                p.grad = view
+                views[position[id(p)]] = view
+                offset += g.size
+            flats.append(flat)
+        self._views = [weakref.ref(v) for v in views]
+        self._flats = [weakref.ref(f) for f in flats]

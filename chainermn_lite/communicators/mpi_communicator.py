@@ -7,6 +7,8 @@ the strategy is the only thing that differs between ``naive``, ``flat``,
 goes on the wire (descriptors, frames, offsets) and the checks of peers,
 roots and tags are ``_wire``'s; packing is ``_packing``'s.
 """
+import weakref
+
 import chainer
 import numpy
 
@@ -49,6 +51,8 @@ class MpiCommunicator(CommunicatorBase):
         self._p2p = _p2p.FrameChannel(mpi_comm, self._module,
                                       DEFAULT_MAX_BUF_LEN)
         self._header = numpy.zeros(_wire.DESCRIPTOR_WORDS, numpy.int64)
+        # One per model (a GAN's two models share a communicator).
+        self._grad_arenas = weakref.WeakKeyDictionary()
         for key, value in (configs or {}).items():
             self.set_config(key, value)
 
@@ -383,11 +387,17 @@ class MpiCommunicator(CommunicatorBase):
     def multi_node_mean_grad(self, model, zero_fill=False):
         """multi_node_mean_grad(model, zero_fill=False): every grad becomes
         its mean over the ranks; see ChainerMN for ``zero_fill``."""
-        grads = _grads.grads_for_mean(self.mpi_comm, self._module, model,
-                                      zero_fill,
-                                      self._configs['max_buf_len'])
-        if grads:
+        arena = self._grad_arenas.get(model)
+        if arena is None:
+            arena = self._grad_arenas[model] = _grads.GradArena()
+        params, grads, in_arenas = _grads.grads_for_mean(
+            self.mpi_comm, self._module, model, zero_fill,
+            self._configs['max_buf_len'], arena)
+        if in_arenas:
+            self._strategy.mean_grad(self._context, arena.flats())
+        elif grads:
             self._strategy.mean_grad(self._context, grads)
+            arena.settle(params, grads)
         if chainer.is_debug():
             self._check_finite_grads(model)
 

@@ -137,3 +137,83 @@ def test_mismatched_param_shapes_name_each_rank(mpi_comm, make_communicator):
         comm.multi_node_mean_grad(model)
     assert 'rank 1: shape (3, 3)' in str(info.value)
     assert 'rank 0: shape (2, 3)' in str(info.value)
+
+
+def _step_grads(model, rank, step):
+    """This step's grad values of every param, by name (ranks differ)."""
+    out = {}
+    for k, (name, p) in enumerate(sorted(model.namedparams())):
+        rs = np.random.RandomState(1000 * step + 10 * rank + k)
+        out[name] = rs.uniform(-4, 4, size=p.shape).astype(p.dtype)
+    return out
+
+
+def _mixed_model():
+    model = _Model(np.float32)
+    model.c.W.data = model.c.W.data.astype(np.float64)   # two dtypes
+    model.cleargrads()
+    return model
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+@pytest.mark.parametrize('communicator_name', NAMES + ('dummy',))
+def test_grads_kept_in_place_move_into_one_buffer_with_the_same_bits(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
+    kept, fresh = _mixed_model(), _mixed_model()
+    grads = dict(kept.namedparams())
+    for step in range(4):
+        values = _step_grads(kept, comm.rank, step)
+        for name, p in kept.namedparams():
+            if p.grad is None:
+                p.grad = values[name].copy()
+            else:
+                p.grad[...] = values[name]      # the same arrays again
+        for name, p in fresh.namedparams():
+            p.grad = values[name].copy()        # new arrays: never moved
+        comm.multi_node_mean_grad(kept)
+        comm.multi_node_mean_grad(fresh)
+        for name, p in fresh.namedparams():
+            got = grads[name].grad
+            assert got.dtype == p.grad.dtype and got.shape == p.grad.shape
+            assert got.tobytes() == p.grad.tobytes(), (step, name)
+    # From the second mean on, the grads are views of one buffer per dtype.
+    bases = {p.grad.dtype: p.grad.base for p in kept.params()}
+    assert len(bases) == 2 and all(b is not None for b in bases.values())
+    for p in kept.params():
+        assert p.grad.base is bases[p.grad.dtype]
+    assert all(p.grad.base is None for p in fresh.params())
+
+
+@pytest.mark.mpi(sizes=(2, 3))
+@pytest.mark.parametrize('communicator_name', ('naive', 'flat'))
+def test_one_rank_replacing_a_moved_grad_takes_every_rank_off_the_buffer(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
+    model = _Model()
+    _fill(model, comm.rank, np.float32, skip=())
+    for _ in range(3):
+        comm.multi_node_mean_grad(model)       # moved at the second
+    before = {name: p.grad.copy() for name, p in model.namedparams()}
+    if comm.rank == 1:
+        model.b.W.grad = model.b.W.grad + 0     # no longer the buffer's
+    comm.multi_node_mean_grad(model)
+    for name, p in model.namedparams():
+        # Every rank held the same means: the mean of equal values.
+        np.testing.assert_array_equal(p.grad, before[name])
+    model.b.W.grad[...] = comm.rank
+    comm.multi_node_mean_grad(model)
+    np.testing.assert_allclose(model.b.W.grad, (comm.size - 1) / 2,
+                               rtol=1e-6)
+
+
+def test_one_array_for_two_params_stays_shared():
+    params = [chainer.Parameter(np.zeros(4, np.float32)) for _ in range(2)]
+    shared = np.ones(4, np.float32)
+    arena = _grads.GradArena()
+    for _ in range(3):
+        for p in params:
+            p.grad = shared
+        arena.settle(params, [shared, shared])
+    assert all(p.grad is shared for p in params)
+    assert not arena.holds([shared, shared])
