@@ -14,6 +14,7 @@ packing, no call per array.
 """
 import functools
 import operator
+import threading
 import weakref
 
 import numpy
@@ -182,8 +183,22 @@ class GradArena:
     grad replaced by another array (Chainer's backward makes new ones) is
     simply not the arena's any more and the usual path takes it. The arena
     holds weak references only: the buffers live as long as the params'
-    views of them.
+    views of them. There is one per model, whatever the communicator (two
+    communicators averaging one model would otherwise take its grads from
+    each other's buffer at every call).
     """
+
+    _of_model = weakref.WeakKeyDictionary()
+    _lock = threading.Lock()
+
+    @classmethod
+    def of(cls, model):
+        """The arena of ``model`` (made on first use)."""
+        with cls._lock:
+            arena = cls._of_model.get(model)
+            if arena is None:
+                arena = cls._of_model[model] = cls()
+            return arena
 
     def __init__(self):
         self._views = ()       # weak references to the bound views

@@ -7,8 +7,6 @@ the strategy is the only thing that differs between ``naive``, ``flat``,
 goes on the wire (descriptors, frames, offsets) and the checks of peers,
 roots and tags are ``_wire``'s; packing is ``_packing``'s.
 """
-import weakref
-
 import chainer
 import numpy
 
@@ -51,8 +49,6 @@ class MpiCommunicator(CommunicatorBase):
         self._p2p = _p2p.FrameChannel(mpi_comm, self._module,
                                       DEFAULT_MAX_BUF_LEN)
         self._header = numpy.zeros(_wire.DESCRIPTOR_WORDS, numpy.int64)
-        # One per model (a GAN's two models share a communicator).
-        self._grad_arenas = weakref.WeakKeyDictionary()
         for key, value in (configs or {}).items():
             self.set_config(key, value)
 
@@ -387,9 +383,7 @@ class MpiCommunicator(CommunicatorBase):
     def multi_node_mean_grad(self, model, zero_fill=False):
         """multi_node_mean_grad(model, zero_fill=False): every grad becomes
         its mean over the ranks; see ChainerMN for ``zero_fill``."""
-        arena = self._grad_arenas.get(model)
-        if arena is None:
-            arena = self._grad_arenas[model] = _grads.GradArena()
+        arena = _grads.GradArena.of(model)
         params, grads, in_arenas = _grads.grads_for_mean(
             self.mpi_comm, self._module, model, zero_fill,
             self._configs['max_buf_len'], arena)

@@ -217,3 +217,26 @@ def test_one_array_for_two_params_stays_shared():
         arena.settle(params, [shared, shared])
     assert all(p.grad is shared for p in params)
     assert not arena.holds([shared, shared])
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_two_communicators_share_a_models_buffer(mpi_comm,
+                                                 make_communicator):
+    flat = make_communicator(mpi_comm, 'flat')
+    naive = make_communicator(mpi_comm, 'naive')
+    model = _Model()
+    comm_rank = flat.rank
+    _fill(model, comm_rank, np.float32, skip=())
+    for _ in range(2):
+        flat.multi_node_mean_grad(model)
+    bound = [p.grad for p in model.params()]
+    for _ in range(3):
+        naive.multi_node_mean_grad(model)
+        flat.multi_node_mean_grad(model)
+    # Neither took the grads off the other's buffer.
+    assert all(p.grad is g for p, g in zip(model.params(), bound))
+    expect = _Model()
+    _fill(expect, comm_rank, np.float32, skip=())
+    if flat.size == 1:
+        for p, q in zip(model.params(), expect.params()):
+            np.testing.assert_array_equal(p.grad, q.grad)
