@@ -11,8 +11,10 @@
   words, mode), the descriptor words, and, when everything fits, the
   payload itself (``INLINE``). Otherwise the payload follows in chunks
   (``DETACHED``), and when not even the descriptor fits it follows the
-  header as a message of its own (``SEPARATE``). ``communicators._p2p``
-  moves the frames.
+  header as a message of its own (``SEPARATE``). A single array of more
+  than ``FRAME_BYTES`` sent again to the same (peer, tag) with the layout
+  of the previous one goes as one bare message (``KIND_LAYOUT``).
+  ``communicators._p2p`` moves the frames.
 - **Offsets.** Where each piece of a v-collective buffer starts
   (``offsets``), and the arrays read back from such a buffer
   (``arrays_at``).
@@ -35,7 +37,8 @@ __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
            'allgather_descriptors', 'nbytes_of', 'byte_view', 'align',
            'offsets', 'check_count', 'arrays_at', 'FRAME_BYTES',
            'HEADER_WORDS', 'HEADER', 'KIND_ARRAY', 'KIND_TUPLE',
-           'KIND_OBJECT', 'KIND_NAMES', 'INLINE', 'DETACHED', 'SEPARATE',
+           'KIND_OBJECT', 'KIND_LAYOUT', 'KIND_NAMES', 'INLINE', 'DETACHED',
+           'SEPARATE',
            'frame_head', 'frame_mode', 'check_peer', 'check_not_self',
            'check_root', 'check_tag']
 
@@ -181,8 +184,12 @@ FRAME_BYTES = 16384
 HEADER_WORDS = 4           # kind, payload bytes, descriptor words, mode
 HEADER = struct.Struct('={}q'.format(HEADER_WORDS))
 KIND_ARRAY, KIND_TUPLE, KIND_OBJECT = 1, 2, 3
+# An array of more than FRAME_BYTES whose layout both ends remember for
+# its (peer, tag): the same layout next time is a bare message, told from a
+# frame by its size alone (frames never exceed FRAME_BYTES).
+KIND_LAYOUT = 4
 KIND_NAMES = {KIND_ARRAY: 'an array', KIND_TUPLE: 'a tuple of arrays',
-              KIND_OBJECT: 'a Python object'}
+              KIND_OBJECT: 'a Python object', KIND_LAYOUT: 'an array'}
 DETACHED, INLINE, SEPARATE = 0, 1, 2
 
 

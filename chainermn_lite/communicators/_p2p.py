@@ -8,6 +8,19 @@ straight into the fresh result arrays. Receives honour ``ANY_SOURCE`` /
 ``ANY_TAG``: the rest of a message is taken from the source and tag its
 first frame came from.
 
+A single array of more than ``FRAME_BYTES`` sent to a (peer, tag) whose
+previous such array had the same dtype and shape is one bare message, as
+a hand-written mpi4py program would send it: the first one goes in a
+``KIND_LAYOUT`` frame, and from then on both ends remember that layout for
+the (peer, tag). The receiver tells a bare message from a frame by its
+size alone (more than ``FRAME_BYTES``), so any mix of layouts, objects,
+tuples and wildcard receives on one tag stays unambiguous. The layouts
+belong to the MPI communicator object (every FrameChannel over it sees
+its one message stream), so any number of chainermn_lite communicators
+over one ``mpi_comm`` may take turns; a bare message that a receiver has
+no layout for (sent before through another Python object of the same MPI
+communicator) is an error naming it, never misread.
+
 When both sides already know the layout (the gradients of a
 differentiable send have the shapes and dtypes of what it sent), there is
 no frame at all: ``send_exact`` / ``recv_exact`` move each array's bytes
@@ -16,6 +29,8 @@ sender's array into the receiver's fresh one, as a hand-written mpi4py
 program would.
 """
 import pickle
+import threading
+import weakref
 
 import numpy
 
@@ -25,6 +40,7 @@ from chainermn_lite._wire import HEADER
 from chainermn_lite._wire import HEADER_WORDS
 from chainermn_lite._wire import INLINE
 from chainermn_lite._wire import KIND_ARRAY
+from chainermn_lite._wire import KIND_LAYOUT
 from chainermn_lite._wire import KIND_OBJECT
 from chainermn_lite._wire import KIND_TUPLE
 from chainermn_lite._wire import SEPARATE
@@ -34,7 +50,30 @@ __all__ = ['FrameChannel']
 # Frame heads / layouts of single small arrays, cached by (dtype, shape):
 # the send and receive of an 8-byte array then cost a few microseconds of
 # Python instead of rebuilding and re-parsing the same words every time.
+# Also the number of (peer, tag) whose big-array layout a sender remembers.
 _CACHE_LIMIT = 256
+_ARRAY_KINDS = (KIND_ARRAY, KIND_TUPLE, KIND_LAYOUT)
+
+_shared = []        # [(weakref to an MPI communicator, its layouts)]
+_shared_lock = threading.Lock()
+
+
+def _layouts_of(mpi_comm):
+    """({(dest, tag): (dtype, shape)} sent, {(source, tag): (dtype, shape,
+    nbytes)} expected) of ``mpi_comm``: one pair per communicator object,
+    shared by every FrameChannel over it."""
+    try:
+        ref = weakref.ref(mpi_comm)
+    except TypeError:           # an mpi4py-like object without weakrefs
+        return {}, {}
+    with _shared_lock:
+        _shared[:] = [(r, s) for r, s in _shared if r() is not None]
+        for other, layouts in _shared:
+            if other() is mpi_comm:
+                return layouts
+        layouts = ({}, {})
+        _shared.append((ref, layouts))
+        return layouts
 
 
 class FrameChannel:
@@ -50,15 +89,22 @@ class FrameChannel:
         self._recv_view = memoryview(self._recv_frame)
         self._heads = {}        # (dtype, shape, strides) -> frame head
         self._layouts = {}      # descriptor bytes -> (dtype, shape)
+        self._sent, self._expect = _layouts_of(mpi_comm)
+        self._status = module.Status()
+        self._byte = module.BYTE
         self._any_source = module.ANY_SOURCE
         self._any_tag = module.ANY_TAG
 
     # -- sending ---------------------------------------------------------
     def send_arrays(self, arrays, is_tuple, dest, tag):
         """Send arrays (already contiguous) as one message."""
-        if not is_tuple and len(arrays) == 1 and arrays[0].ndim and \
-                self._send_small(arrays[0], dest, tag):
-            return
+        if not is_tuple and len(arrays) == 1:
+            x = arrays[0]
+            if x.nbytes > FRAME_BYTES:
+                if self._send_big(x, dest, tag):
+                    return
+            elif x.ndim and self._send_small(x, dest, tag):
+                return
         descriptor = []
         for x in arrays:
             descriptor += _wire.describe(x)
@@ -94,6 +140,25 @@ class FrameChannel:
                     _wire.is_plain_sendable(x):
                 self._heads[key] = head
         self._comm.Send(head + x.tobytes(), dest, tag)
+        return True
+
+    def _send_big(self, x, dest, tag):
+        """One bare message if (dest, tag)'s remembered layout is x's,
+        else a KIND_LAYOUT frame that makes it so; False (nothing sent)
+        when x goes in chunks or no more (peer, tag) can be remembered."""
+        if x.nbytes > self.chunk_bytes:
+            return False
+        channel = (dest, tag)
+        layout = (x.dtype, x.shape)
+        known = self._sent.get(channel)
+        if known == layout:
+            self._comm.Send([x, self._byte], dest, tag)
+            return True
+        if known is None and len(self._sent) >= _CACHE_LIMIT:
+            return False
+        self._sent[channel] = layout
+        self._send(KIND_LAYOUT, _wire.describe(x), [_wire.byte_view(x)],
+                   dest, tag)
         return True
 
     def send_exact(self, arrays, dest, tag):
@@ -145,23 +210,57 @@ class FrameChannel:
         wildcard = source == self._any_source or tag == self._any_tag
         if status is None and wildcard:
             status = self._module.Status()
-        self._comm.Recv(self._recv_view, source=source, tag=tag,
-                        status=status)
+        self._recv_frame_from(source, tag, status)
         if wildcard:
             source, tag = status.Get_source(), status.Get_tag()
         return source, tag
+
+    def _recv_frame_from(self, source, tag, status=None):
+        """Recv a frame into the frame buffer; a bigger (bare) message is
+        an error naming it."""
+        try:
+            self._comm.Recv(self._recv_view, source, tag, status)
+        except self._module.Exception as e:
+            if e.Get_error_class() != self._module.ERR_TRUNCATE:
+                raise
+            raise self._stray_bare(source, tag, 'more than {}'.format(
+                FRAME_BYTES)) from e
+
+    def _stray_bare(self, source, tag, size):
+        return RuntimeError(
+            'rank {} received a bare array message of {} bytes from rank {} '
+            '(tag {}) but knows no layout of that size for them: the '
+            'sender\'s communicator object sent the layout before to another '
+            'chainermn_lite communicator object of this rank over the same '
+            'MPI communicator (send and receive with one communicator object '
+            'per MPI communicator), or the message was not sent by '
+            'chainermn_lite'.format(self._comm.Get_rank(), size, source, tag))
+
+    def _recv_probed(self, source, tag):
+        """Receive the next message of (source, tag), wildcards allowed,
+        when bare messages may come: (the bare message's array, or None
+        when a frame is in the frame buffer), source, tag."""
+        status = self._status
+        message = self._comm.Mprobe(source, tag, status)
+        source, tag = status.Get_source(), status.Get_tag()
+        size = status.Get_count(self._byte)
+        if size <= FRAME_BYTES:
+            message.Recv(self._recv_view)
+            return None, source, tag
+        layout = self._expect.get((source, tag))
+        if layout is None or layout[2] != size:
+            message.Recv([numpy.empty(size, numpy.uint8), self._byte])
+            raise self._stray_bare(source, tag, size)
+        x = numpy.empty(layout[1], dtype=layout[0])
+        message.Recv([x, self._byte])
+        return x, source, tag
 
     def _recv_head(self, source, tag, status, expected, received=False):
         if not received:
             source, tag = self._recv_first_frame(source, tag, status)
         kind, nbytes, nwords, mode = HEADER.unpack_from(self._recv_view)
         if kind not in expected:
-            raise TypeError(
-                'rank {} expected {} from rank {} (tag {}) but received {}; '
-                'match send with recv and send_obj with recv_obj'.format(
-                    self._comm.Get_rank(),
-                    ' or '.join(_wire.KIND_NAMES[k] for k in expected), source,
-                    tag, _wire.KIND_NAMES.get(kind, 'an unknown message')))
+            raise self._mismatch(expected, source, tag, kind)
         if mode == SEPARATE:
             words = numpy.empty(nwords, dtype=numpy.int64)
             self._comm.Recv(words, source=source, tag=tag)
@@ -172,6 +271,17 @@ class FrameChannel:
         head = 8 * (HEADER_WORDS + nwords)
         return kind, nbytes, descriptor, mode, head, source, tag
 
+    def _mismatch(self, expected, source, tag, kind):
+        names = []
+        for k in expected:
+            if _wire.KIND_NAMES[k] not in names:
+                names.append(_wire.KIND_NAMES[k])
+        return TypeError(
+            'rank {} expected {} from rank {} (tag {}) but received {}; '
+            'match send with recv and send_obj with recv_obj'.format(
+                self._comm.Get_rank(), ' or '.join(names), source, tag,
+                _wire.KIND_NAMES.get(kind, 'an unknown message')))
+
     def _fill(self, target, mode, offset, source, tag):
         """Fill the flat uint8 ``target`` from the inline frame or chunks."""
         if mode == INLINE:
@@ -181,17 +291,27 @@ class FrameChannel:
             self._comm.Recv(target[start:start + self.chunk_bytes],
                             source=source, tag=tag)
 
-    def recv_arrays(self, source, tag, status=None):
+    def recv_arrays(self, source, tag):
         """Receive what send_arrays sent: an array or a tuple of arrays."""
-        source, tag = self._recv_first_frame(source, tag, status)
-        return self._arrays_from_frame(source, tag, status)
+        if self._expect:
+            x, source, tag = self._recv_probed(source, tag)
+            if x is not None:
+                return x
+        else:
+            source, tag = self._recv_first_frame(source, tag, None)
+        return self._arrays_from_frame(source, tag, None)
 
     def recv_plain(self, source, tag):
         """``recv_arrays`` for a source and a tag that are valid ints (no
         wildcard, no status): the hot path of a model-parallel step, with
         a cached layout costing one Recv and one copy of the payload."""
+        if self._expect and (source, tag) in self._expect:
+            x, _, _ = self._recv_probed(source, tag)
+            if x is not None:
+                return x
+            return self._arrays_from_frame(source, tag, None)
         view = self._recv_view
-        self._comm.Recv(view, source, tag)
+        self._recv_frame_from(source, tag)
         kind, nbytes, nwords, mode = HEADER.unpack_from(view)
         if kind == KIND_ARRAY and mode == INLINE:
             end = 8 * (HEADER_WORDS + nwords)
@@ -208,8 +328,8 @@ class FrameChannel:
             small = self._recv_small(nbytes, nwords)
             if small is not None:
                 return small
-        kind, _, descriptor, mode, offset, source, tag = self._recv_head(
-            source, tag, status, (KIND_ARRAY, KIND_TUPLE), received=True)
+        kind, nbytes, descriptor, mode, offset, source, tag = \
+            self._recv_head(source, tag, status, _ARRAY_KINDS, received=True)
         arrays = []
         at = 0
         while at < len(descriptor):
@@ -221,6 +341,8 @@ class FrameChannel:
             arrays.append(x)
         if kind == KIND_TUPLE:
             return tuple(arrays)
+        if kind == KIND_LAYOUT:
+            self._expect[(source, tag)] = (x.dtype, x.shape, nbytes)
         return arrays[0]
 
     def _recv_small(self, nbytes, nwords):

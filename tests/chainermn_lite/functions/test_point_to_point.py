@@ -186,3 +186,37 @@ def test_big_tuple_gradients_come_back_exactly(mpi_comm, make_communicator):
     else:
         ya, yb = chainermn_lite.functions.recv(comm, rank=0)
         (F.sum(ya * ya) * 1.5 + F.cast(F.sum(yb) * 2, np.float32)).backward()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_round_trip_is_four_messages(mpi_comm, make_communicator,
+                                     counting_comm):
+    # The model-parallel round trip of a big activation moves what a
+    # hand-written mpi4py program moves: one message each way forward, one
+    # each way backward, each holding the array's bytes only (the first
+    # step also sends the layout: one frame more per direction).
+    counted = counting_comm(mpi_comm)
+    comm = make_communicator(counted)
+    rs = np.random.RandomState(11)
+    x_data = rs.randn(128, 1000).astype(np.float32)
+    w = rs.randn(128, 1000).astype(np.float32)
+    nbytes = x_data.nbytes
+    for step in range(4):
+        before = len(counted.sends)
+        if comm.rank == 0:
+            x = chainer.Variable(x_data + step)
+            phi = chainermn_lite.functions.send(x, comm, rank=1)
+            y = chainermn_lite.functions.recv(comm, rank=1,
+                                              delegate_variable=phi)
+            # bit-identical to the same arithmetic in one process
+            assert y.array.tobytes() == ((x_data + step) * 3).tobytes()
+            F.sum(y * w).backward()
+            assert x.grad.tobytes() == (w * 3).tobytes()
+        else:
+            h = chainermn_lite.functions.recv(comm, rank=0)
+            chainermn_lite.functions.send(h * 3, comm, rank=0).backward()
+        sizes = [n for _, _, n in counted.sends[before:]]
+        if step == 0:
+            assert sizes[1:] == [nbytes, nbytes] and sizes[0] < 1024
+        else:
+            assert sizes == [nbytes, nbytes]
