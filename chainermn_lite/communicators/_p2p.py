@@ -29,6 +29,7 @@ sender's array into the receiver's fresh one, as a hand-written mpi4py
 program would.
 """
 import pickle
+import struct
 import threading
 import weakref
 
@@ -53,6 +54,10 @@ __all__ = ['FrameChannel']
 # Also the number of (peer, tag) whose big-array layout a sender remembers.
 _CACHE_LIMIT = 256
 _ARRAY_KINDS = (KIND_ARRAY, KIND_TUPLE, KIND_LAYOUT)
+# A frame's header and descriptor words as one tuple, by descriptor length:
+# the key of a small array's cached layout costs one unpack.
+_HEADS = [struct.Struct('={}q'.format(HEADER_WORDS + n))
+          for n in range(_wire.DESCRIPTOR_WORDS + 1)]
 
 _shared = []        # [(weakref to an MPI communicator, its layouts)]
 _shared_lock = threading.Lock()
@@ -87,8 +92,15 @@ class FrameChannel:
         self._recv_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
         self._recv_words = self._recv_frame.view(numpy.int64)
         self._recv_view = memoryview(self._recv_frame)
-        self._heads = {}        # (dtype, shape, strides) -> frame head
-        self._layouts = {}      # descriptor bytes -> (dtype, shape)
+        self._heads = {}        # (dtype, shape) -> frame head
+        self._heads_get = self._heads.get
+        # header + descriptor words of an inline array frame -> the array
+        # as a view of the frame buffer (copied out on each receive)
+        self._small = {}
+        self._small_get = self._small.get
+        self._last_head = _HEADS[3]         # a 1-d array's
+        self._Send = mpi_comm.Send
+        self._Recv = mpi_comm.Recv
         self._sent, self._expect = _layouts_of(mpi_comm)
         self._status = module.Status()
         self._byte = module.BYTE
@@ -116,21 +128,21 @@ class FrameChannel:
         """Send the NumPy array ``x`` as one inline frame if a frame head
         for its layout is cached; False (nothing sent) otherwise.
 
-        The key holds the strides and the dtype object, so a hit is also
-        proof that ``x`` is C-contiguous and native (only such layouts
-        are cached): the hot path needs no other check.
+        Only native dtypes are cached and dtypes compare with their byte
+        order, so a hit needs no other check: ``tobytes`` writes any
+        strides in C order.
         """
-        head = self._heads.get((x.dtype, x.shape, x.strides))
+        head = self._heads_get((x.dtype, x.shape))
         if head is None:
             return False
         # bytes concatenation beats filling the frame by slices at this size
-        self._comm.Send(head + x.tobytes(), dest, tag)
+        self._Send(head + x.tobytes(), dest, tag)
         return True
 
     def _send_small(self, x, dest, tag):
         """One inline frame from a cached head; False if x does not fit."""
-        key = (x.dtype, x.shape, x.strides)
-        head = self._heads.get(key)
+        key = (x.dtype, x.shape)
+        head = self._heads_get(key)
         if head is None:
             head = _wire.frame_head(KIND_ARRAY, x.nbytes, _wire.describe(x),
                                     INLINE)
@@ -139,7 +151,7 @@ class FrameChannel:
             if len(self._heads) < _CACHE_LIMIT and \
                     _wire.is_plain_sendable(x):
                 self._heads[key] = head
-        self._comm.Send(head + x.tobytes(), dest, tag)
+        self._Send(head + x.tobytes(), dest, tag)
         return True
 
     def _send_big(self, x, dest, tag):
@@ -219,12 +231,17 @@ class FrameChannel:
         """Recv a frame into the frame buffer; a bigger (bare) message is
         an error naming it."""
         try:
-            self._comm.Recv(self._recv_view, source, tag, status)
+            self._Recv(self._recv_view, source, tag, status)
         except self._module.Exception as e:
-            if e.Get_error_class() != self._module.ERR_TRUNCATE:
-                raise
+            self._raise_if_truncated(e, source, tag)
+            raise
+
+    def _raise_if_truncated(self, error, source, tag):
+        """A frame's Recv failing with MPI_ERR_TRUNCATE got a bare
+        message: raise the error that names it."""
+        if error.Get_error_class() == self._module.ERR_TRUNCATE:
             raise self._stray_bare(source, tag, 'more than {}'.format(
-                FRAME_BYTES)) from e
+                FRAME_BYTES)) from error
 
     def _stray_bare(self, source, tag, size):
         return RuntimeError(
@@ -311,14 +328,17 @@ class FrameChannel:
                 return x
             return self._arrays_from_frame(source, tag, None)
         view = self._recv_view
-        self._recv_frame_from(source, tag)
-        kind, nbytes, nwords, mode = HEADER.unpack_from(view)
-        if kind == KIND_ARRAY and mode == INLINE:
-            end = 8 * (HEADER_WORDS + nwords)
-            layout = self._layouts.get(bytes(view[8 * HEADER_WORDS:end]))
-            if layout is not None:
-                return numpy.ndarray(layout[1], layout[0],
-                                     bytearray(view[end:end + nbytes]))
+        try:
+            self._Recv(view, source, tag)
+        except self._module.Exception as e:
+            self._raise_if_truncated(e, source, tag)
+            raise
+        # Unpacked with the last small layout's length, a frame with another
+        # descriptor length gives a key whose word 2 (its length) no key of
+        # that length has: no false hit, and one unpack in the common case.
+        small = self._small_get(self._last_head.unpack_from(view))
+        if small is not None:
+            return small.copy()
         return self._arrays_from_frame(source, tag, None)
 
     def _arrays_from_frame(self, source, tag, status):
@@ -348,21 +368,21 @@ class FrameChannel:
     def _recv_small(self, nbytes, nwords):
         """The array of an inline single-array frame (None: not cached and
         not cacheable, take the general path)."""
-        start = 8 * HEADER_WORDS
-        end = start + 8 * nwords
-        key = bytes(self._recv_view[start:end])
-        layout = self._layouts.get(key)
-        if layout is None:
-            dtype, shape, _ = _wire.parse(
-                self._recv_words[HEADER_WORDS:HEADER_WORDS + nwords]
-                .tolist(), 0)
-            if not shape or len(self._layouts) >= _CACHE_LIMIT:
+        if nwords >= len(_HEADS):
+            return None
+        self._last_head = _HEADS[nwords]
+        key = self._last_head.unpack_from(self._recv_view)
+        small = self._small_get(key)
+        if small is None:
+            if len(self._small) >= _CACHE_LIMIT:
                 return None
-            layout = self._layouts[key] = (dtype, shape)
-        # A writable array over a fresh copy of the payload bytes: one
-        # copy, cheaper than numpy.empty plus a slice assignment.
-        return numpy.ndarray(layout[1], layout[0],
-                             bytearray(self._recv_view[end:end + nbytes]))
+            dtype, shape, end = _wire.parse(key, HEADER_WORDS)
+            end *= 8
+            # A view of the frame buffer: copying it out is the cheapest
+            # fresh array (cheaper than an ndarray over a bytearray).
+            small = self._small[key] = self._recv_frame[
+                end:end + nbytes].view(dtype).reshape(shape)
+        return small.copy()
 
     def recv_exact(self, specs, source, tag):
         """Receive what ``send_exact`` sent, one fresh array per
