@@ -14,8 +14,10 @@ it got, in the order Chainer sums it, so the value is Chainer's own.
 order in which backward finishes them), into buckets of about
 ``bucket_bytes``. ``BucketReducer`` runs on a helper thread over a ``Dup``
 of the communicator: it takes the buckets in order, waits for each to be
-complete and averages its arrays in place with the communicator's own
-gradient strategy, while the main thread goes on with backward. The
+complete and averages it with the communicator's own gradient strategy
+(``mean_bucket``: on MPI, packed and scaled into a fresh buffer, one
+collective per chunk, its views becoming the grads), while the main
+thread goes on with backward. The
 optimizer then waits only for what is still in flight. Without a hooked
 backward (``loss.backward()`` called by the user) the same buckets are
 reduced in the same order after the fact, so both paths give the same
@@ -257,8 +259,14 @@ class BucketReducer:
                 with self._ready:
                     while self._complete <= b:
                         self._ready.wait()
-                self._comm._mean_arrays(
+                means = self._comm._mean_bucket(
                     [array_of(self._arrays[i]) for i in bucket])
+                for i, mean in zip(bucket, means):
+                    entry = self._arrays[i]
+                    if type(entry) is _NoGrad:
+                        entry.array = mean
+                    else:
+                        self._arrays[i] = mean
                 self.buckets_done = b + 1
         except BaseException as e:        # re-raised by wait()
             self._errors.append(e)

@@ -21,6 +21,7 @@ before). Vectors are reduced in ``CHUNK_BYTES`` pieces, so that Open MPI
 reuses its temporary instead of page-faulting a fresh one for a huge
 message.
 """
+import functools
 import types
 
 import numpy
@@ -72,6 +73,10 @@ class GradientStrategy:
       ranks, in place. This base class has no mean: it raises
       NotImplementedError naming the communicator class (ChainerMN's
       ``MpiCommunicatorBase`` leaves the mean to subclasses).
+    - ``mean_bucket(ctx, arrays)``: the means of ``arrays`` (one bucket of
+      the ``overlap`` optimizer), as a list of arrays that may be new ones
+      (the caller binds them to the params); by default ``mean_grad`` in
+      place.
     - ``bcast_arrays(ctx, arrays, max_buf_len)``: give every rank rank 0's
       values of ``arrays``, in place (``bcast_data``); by default packed
       per dtype and broadcast with MPI in pieces of at most
@@ -94,6 +99,12 @@ class GradientStrategy:
         raise NotImplementedError(
             '{} has no gradient strategy: set strategy_factory or override '
             'multi_node_mean_grad'.format(ctx.owner))
+
+    def mean_bucket(self, ctx, arrays):
+        """The means of ``arrays`` over the ranks (a list; here the arrays
+        themselves, averaged in place)."""
+        self.mean_grad(ctx, arrays)
+        return list(arrays)
 
     def bcast_arrays(self, ctx, arrays, max_buf_len):
         """Overwrite ``arrays`` with rank 0's values, on every rank."""
@@ -183,13 +194,40 @@ def _allreduce_mean(ctx, vec, scale):
 class Flat(GradientStrategy):
     """Packed grads, chunked in-place Allreduce over the whole comm."""
 
+    def _reduce(self, ctx, vec, scale=True):
+        """Average the flat ``vec`` in place (scaling it first when
+        ``scale``): the one thing the MPI strategies do differently."""
+        _allreduce_mean(ctx, vec, scale)
+
     def mean_grad(self, ctx, arrays):
         """Replace every array in ``arrays`` by its mean over the ranks."""
-        def reduce(vec, scale=True):
-            _allreduce_mean(ctx, vec, scale)
-
-        self._over_work_vectors(arrays, reduce, self.direct_min_bytes,
+        self._over_work_vectors(arrays, functools.partial(self._reduce, ctx),
+                                self.direct_min_bytes,
                                 pack_scale=1.0 / ctx.size)
+
+    def mean_bucket(self, ctx, arrays):
+        """The means of ``arrays``, as views of one new buffer per dtype.
+
+        A bucket is packed (and scaled on the way) into a fresh buffer and
+        reduced with one collective per chunk; its views become the grads,
+        so nothing is copied back and a bucket of many arrays costs a few
+        collective calls, not one per array (each a meeting of all ranks).
+        """
+        reduce = functools.partial(self._reduce, ctx)
+        out = list(arrays)
+        groups = {}
+        for k, a in enumerate(arrays):
+            groups.setdefault(_wire_dtype(a.dtype), []).append(k)
+        for dtype, ks in groups.items():
+            group = [arrays[k] for k in ks]
+            buf = numpy.empty(_packing.packed_size(group), dtype)
+            _packing.pack(group, buf, 1.0 / ctx.size)
+            reduce(buf, scale=False)
+            views = _packing.views(buf, [a.shape for a in group])
+            for k, a, view in zip(ks, group, views):
+                out[k] = view if view.dtype == a.dtype else \
+                    view.astype(a.dtype)
+        return out
 
 
 class NonCudaAware(Flat):
@@ -215,7 +253,7 @@ def _no_op(vec, scale=True):
     pass
 
 
-class Hierarchical(GradientStrategy):
+class Hierarchical(Flat):
     """Reduce within a node, allreduce among node leaders, bcast in node.
 
     Only one rank per node crosses the network, which pays off when
@@ -233,18 +271,12 @@ class Hierarchical(GradientStrategy):
             self._leaders = ctx.mpi_comm.Split(color, ctx.rank)
         return self._leaders
 
-    def mean_grad(self, ctx, arrays):
-        """Replace every array in ``arrays`` by its mean over the ranks."""
+    def _reduce(self, ctx, vec, scale=True):
         layout = ctx.layout
         if layout.inter_size == 1 or layout.intra_size == 1:
-            def reduce(vec, scale=True):
-                _allreduce_mean(ctx, vec, scale)
+            _allreduce_mean(ctx, vec, scale)
         else:
-            def reduce(vec, scale=True):
-                self._reduce_in_levels(ctx, vec, scale)
-
-        self._over_work_vectors(arrays, reduce, self.direct_min_bytes,
-                                pack_scale=1.0 / ctx.size)
+            self._reduce_in_levels(ctx, vec, scale)
 
     def _reduce_in_levels(self, ctx, vec, scale):
         module = ctx.module

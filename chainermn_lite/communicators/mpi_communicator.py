@@ -401,6 +401,11 @@ class MpiCommunicator(CommunicatorBase):
         thread's call: no model, no agreement check)."""
         self._strategy.mean_grad(self._context, arrays)
 
+    def _mean_bucket(self, arrays):
+        """The means of ``arrays`` (one ``overlap`` bucket), maybe as new
+        arrays: the strategy's ``mean_bucket``."""
+        return self._strategy.mean_bucket(self._context, arrays)
+
     def _check_finite_grads(self, model):
         # ChainerMN's debug-mode check; every rank sees the same means, so
         # every rank raises together.

@@ -135,3 +135,24 @@ def test_every_named_communicator_binds_a_gradient_strategy():
         if name in expected:
             assert factory is expected[name]
         assert cls.communicator_name == name
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4), nodes=2)
+@pytest.mark.parametrize('communicator_name',
+                         ('naive', 'flat', 'hierarchical', 'non_cuda_aware'))
+def test_mean_bucket_gives_mean_grads_bits_in_one_buffer_per_dtype(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
+    rs = np.random.RandomState(comm.rank)
+    shapes = [(3, 4), (70000,), (5,), (2, 3, 3), (1,)]
+    dtypes = [np.float32, np.float32, np.float64, np.float16, np.float32]
+    arrays = [rs.uniform(-3, 3, s).astype(d) for s, d in zip(shapes, dtypes)]
+    copies = [a.copy() for a in arrays]
+    means = comm._mean_bucket(arrays)
+    comm._mean_arrays(copies)
+    for got, want in zip(means, copies):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+    f32 = [m for m in means if m.dtype == np.float32]
+    assert len({id(m.base) for m in f32}) == 1 and f32[0].base is not None
+    comm.finalize()
