@@ -241,21 +241,27 @@ def _sleepy_model(total_s):
 
 
 def overlap_body(mpi_comm, reps, steps):
-    """(backward, allreduce, plain step, overlap step) seconds."""
+    """(backward, allreduce, plain step, overlap step) seconds, the four
+    measured in turns (A B C D, B C D A, ...) so that a shared machine's
+    changing load hits them alike."""
     import chainer
 
     import chainermn_lite
     comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
-    model, lossfun = _sleepy_model(0)
-    for p in model.params():
+    grads_model, _ = _sleepy_model(0)
+    for p in grads_model.params():
         p.grad = p.array * 0 + 1e-3
-    allreduce = _timed(mpi_comm, lambda: comm.multi_node_mean_grad(model),
-                       reps)
-    model, lossfun = _sleepy_model(allreduce)
+
+    def allreduce():
+        comm.multi_node_mean_grad(grads_model)
+    # The backward sleeps as long as one allreduce: sized first.
+    model, lossfun = _sleepy_model(_timed(mpi_comm, allreduce, reps))
     local = chainer.optimizers.SGD(lr=0).setup(model)
-    backward = _timed(mpi_comm, lambda: local.update(lossfun), reps)
-    times = {}
-    for overlap in (False, True):
+    runs = {'backward': lambda: local.update(lossfun),
+            'allreduce': allreduce}
+    for name, overlap in (('plain', False), ('overlap', True)):
+        # Every optimizer is SGD(lr=0): whichever set the params' update
+        # rules last, an update costs the same.
         opt = chainermn_lite.create_multi_node_optimizer(
             chainer.optimizers.SGD(lr=0), comm, overlap=overlap)
         opt.setup(model)
@@ -265,9 +271,22 @@ def overlap_body(mpi_comm, reps, steps):
             for _ in range(steps):
                 opt.update(lossfun)
         run()  # warm-up
-        times[overlap] = _timed(mpi_comm, run, reps) / steps
-    return {'backward': backward, 'allreduce': allreduce,
-            'plain': times[False], 'overlap': times[True]}
+        runs[name] = run
+    names = list(runs)
+    samples = {name: [] for name in names}
+    for rep in range(reps):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            if mpi_comm:
+                mpi_comm.Barrier()
+            t0 = time.perf_counter()
+            runs[name]()
+            samples[name].append(
+                _slowest(mpi_comm, time.perf_counter() - t0))
+    out = {name: statistics.median(got) for name, got in samples.items()}
+    out['plain'] /= steps
+    out['overlap'] /= steps
+    return out
 
 
 def _emit(payload):

@@ -212,6 +212,8 @@ class Flat(GradientStrategy):
         reduced with one collective per chunk; its views become the grads,
         so nothing is copied back and a bucket of many arrays costs a few
         collective calls, not one per array (each a meeting of all ranks).
+        An array alone in its dtype's group (a big one fills a bucket) is
+        averaged in place instead, as ``mean_grad`` would.
         """
         reduce = functools.partial(self._reduce, ctx)
         out = list(arrays)
@@ -220,6 +222,12 @@ class Flat(GradientStrategy):
             groups.setdefault(_wire_dtype(a.dtype), []).append(k)
         for dtype, ks in groups.items():
             group = [arrays[k] for k in ks]
+            one = group[0]
+            if len(group) == 1 and one.dtype == dtype and \
+                    one.flags.c_contiguous:
+                # A bucket of one big array: averaged where it lies.
+                reduce(one.reshape(-1), scale=True)
+                continue
             buf = numpy.empty(_packing.packed_size(group), dtype)
             _packing.pack(group, buf, 1.0 / ctx.size)
             reduce(buf, scale=False)

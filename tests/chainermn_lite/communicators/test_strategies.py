@@ -155,4 +155,5 @@ def test_mean_bucket_gives_mean_grads_bits_in_one_buffer_per_dtype(
         assert got.tobytes() == want.tobytes()
     f32 = [m for m in means if m.dtype == np.float32]
     assert len({id(m.base) for m in f32}) == 1 and f32[0].base is not None
+    assert means[2] is arrays[2]    # alone in its dtype: averaged in place
     comm.finalize()
