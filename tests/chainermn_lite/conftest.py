@@ -18,6 +18,7 @@ that makes one, to be called in the body::
 import pytest
 
 import chainermn_lite
+from chainermn_lite.testing import counting
 
 
 @pytest.fixture
@@ -41,32 +42,9 @@ def make_communicator(communicator_name):
     return make
 
 
-class _Counting:
-    """Every ``Send`` of the wrapped communicator, noted as (dest, tag,
-    bytes) in ``sends``; everything else is the wrapped one's."""
-
-    def __init__(self, mpi_comm):
-        self._comm = mpi_comm
-        self.sends = []
-
-    def Send(self, buf, dest, tag=0):
-        data = buf[0] if isinstance(buf, list) else buf
-        self.sends.append((dest, tag, memoryview(data).nbytes))
-        return self._comm.Send(buf, dest, tag)
-
-    def __getattr__(self, name):
-        return getattr(self._comm, name)
-
-
 @pytest.fixture
 def counting_comm():
     """``counting_comm(mpi_comm)``: ``mpi_comm`` wrapped so that a test can
-    count the messages a communicator over it sends (``.sends``); the
-    wrapper passes for a communicator of ``mpi_comm``'s own module."""
-
-    def wrap(mpi_comm):
-        cls = type('Counting', (_Counting,),
-                   {'__module__': type(mpi_comm).__module__})
-        return cls(mpi_comm)
-
-    return wrap
+    count the messages a communicator over it sends (``.sends``; see
+    ``chainermn_lite.testing.counting``)."""
+    return counting

@@ -129,12 +129,13 @@ def test_bare_message_without_a_layout_is_an_error(mpi_comm, MPI,
         _check(comm.recv(0, 3), x)
         _check(comm.recv(0, 4), x)
         with pytest.raises(RuntimeError, match='rank 1 received a bare '
-                           'array message of more than 16384 bytes from '
-                           'rank 0 \\(tag 3\\) but knows no layout'):
+                           'array message of more than {} bytes from '
+                           'rank 0 \\(tag 3\\) but knows no layout'.format(
+                               _wire.FRAME_BYTES)):
             other.recv(0, 3)
         with pytest.raises(RuntimeError, match='rank 1 received a bare '
-                           'array message of more than 16384 bytes from '
-                           'rank 0 \\(tag 4\\)'):
+                           'array message of more than {} bytes from '
+                           'rank 0 \\(tag 4\\)'.format(_wire.FRAME_BYTES)):
             other.recv_obj(0, tag=4)
 
 
