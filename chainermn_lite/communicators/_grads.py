@@ -21,7 +21,7 @@ import numpy
 
 from chainermn_lite.communicators import _object_collectives
 
-__all__ = ['params_with_data', 'grads_for_mean', 'GradArena',
+__all__ = ['params_with_data', 'grads_for_mean', 'GradArena', 'all_ranks',
            'GradientMismatchError']
 
 _FLOAT_KINDS = 'f'
@@ -173,8 +173,16 @@ def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len,
 _ARENA_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 
 
+def all_ranks(mpi_comm, module, flag):
+    """Whether ``flag`` is true on every rank (one tiny Allreduce)."""
+    if mpi_comm.Get_size() == 1:
+        return bool(flag)
+    _, low = _max_min(mpi_comm, module, numpy.array([int(flag)]))
+    return bool(low[0] == 1)
+
+
 class GradArena:
-    """One flat buffer per dtype for grads that stay the same arrays.
+    """One flat buffer per dtype for params' arrays that stay the same.
 
     When a mean is taken over the very grad arrays of the previous mean
     (grads updated in place, a benchmark's model), ``settle`` moves them
@@ -185,22 +193,26 @@ class GradArena:
     holds weak references only: the buffers live as long as the params'
     views of them. There is one per model, whatever the communicator (two
     communicators averaging one model would otherwise take its grads from
-    each other's buffer at every call).
+    each other's buffer at every call). ``attr='data'`` does the same for
+    the params' data (``bcast_data``).
     """
 
     _of_model = weakref.WeakKeyDictionary()
     _lock = threading.Lock()
 
     @classmethod
-    def of(cls, model):
-        """The arena of ``model`` (made on first use)."""
+    def of(cls, model, attr='grad'):
+        """The arena of ``model``'s ``attr`` arrays (made on first use)."""
         with cls._lock:
-            arena = cls._of_model.get(model)
-            if arena is None:
-                arena = cls._of_model[model] = cls()
-            return arena
+            arenas = cls._of_model.get(model)
+            if arenas is None:
+                arenas = cls._of_model[model] = {}
+            if attr not in arenas:
+                arenas[attr] = cls(attr)
+            return arenas[attr]
 
-    def __init__(self):
+    def __init__(self, attr='grad'):
+        self._attr = attr
         self._views = ()       # weak references to the bound views
         self._flats = ()       # weak references to the flat buffers
         self._previous = ()    # weak references to the last mean's grads
@@ -218,6 +230,8 @@ class GradArena:
     def settle(self, params, grads):
         """After a mean of ``params``' ``grads`` outside the arena: if they
         are the previous mean's arrays again, move them into the arena."""
+        if self.holds(grads):
+            return     # another rank's were not: already where they go
         previous, self._previous = self._previous, ()
         if not grads or not all(type(g) is numpy.ndarray and
                                 g.dtype in _ARENA_DTYPES for g in grads):
@@ -239,7 +253,7 @@ class GradArena:
             for p, g in members:
                 view = flat[offset:offset + g.size].reshape(g.shape)
                 view[...] = g
-                p.grad = view
+                setattr(p, self._attr, view)
                 views[position[id(p)]] = view
                 offset += g.size
             flats.append(flat)

@@ -376,9 +376,19 @@ class MpiCommunicator(CommunicatorBase):
     # -- models ----------------------------------------------------------
     def bcast_data(self, model):
         """bcast_data(model): every rank gets rank 0's parameter data."""
-        arrays = [p.data for _, p in _grads.params_with_data(model)]
-        self._strategy.bcast_arrays(self._context, arrays,
-                                    self._configs['max_buf_len'])
+        params = [p for _, p in _grads.params_with_data(model)]
+        arrays = [p.data for p in params]
+        # Data broadcast again in the same arrays moves into one buffer per
+        # dtype: one Bcast each, once every rank's data is there.
+        arena = _grads.GradArena.of(model, 'data')
+        max_buf_len = self._configs['max_buf_len']
+        if _grads.all_ranks(self.mpi_comm, self._module,
+                            arena.holds(arrays)):
+            self._strategy.bcast_arrays(self._context, arena.flats(),
+                                        max_buf_len)
+        else:
+            self._strategy.bcast_arrays(self._context, arrays, max_buf_len)
+            arena.settle(params, arrays)
 
     def multi_node_mean_grad(self, model, zero_fill=False):
         """multi_node_mean_grad(model, zero_fill=False): every grad becomes

@@ -240,3 +240,29 @@ def test_two_communicators_share_a_models_buffer(mpi_comm,
     if flat.size == 1:
         for p, q in zip(model.params(), expect.params()):
             np.testing.assert_array_equal(p.grad, q.grad)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3, 4))
+@pytest.mark.parametrize('communicator_name', NAMES + ('dummy',))
+def test_data_broadcast_again_moves_into_one_buffer_per_dtype(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm)
+    model = _mixed_model()
+    for step in range(5):
+        expect = {}
+        for k, (name, p) in enumerate(sorted(model.namedparams())):
+            pattern = (np.arange(p.size).reshape(p.shape) * (step + 1)
+                       + k) % 11
+            p.data[...] = pattern + comm.rank      # in place: same arrays
+            expect[name] = pattern.astype(p.dtype)
+        if step == 3 and comm.rank == comm.size - 1:
+            model.b.W.data = model.b.W.data.copy()  # off the buffer here
+        comm.bcast_data(model)
+        for name, p in model.namedparams():
+            np.testing.assert_array_equal(p.data, expect[name])
+    bases = {p.data.dtype: p.data.base for p in model.params()
+             if p is not model.b.W}
+    assert len(bases) == 2 and all(b is not None for b in bases.values())
+    for p in model.params():
+        if p is not model.b.W:
+            assert p.data.base is bases[p.data.dtype]
