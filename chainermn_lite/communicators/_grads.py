@@ -21,7 +21,7 @@ import numpy
 
 from chainermn_lite.communicators import _object_collectives
 
-__all__ = ['params_with_data', 'grads_for_mean', 'GradArena', 'all_ranks',
+__all__ = ['params_with_data', 'grads_for_mean', 'GradArena',
            'GradientMismatchError']
 
 _FLOAT_KINDS = 'f'
@@ -171,14 +171,6 @@ def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len,
 
 
 _ARENA_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
-
-
-def all_ranks(mpi_comm, module, flag):
-    """Whether ``flag`` is true on every rank (one tiny Allreduce)."""
-    if mpi_comm.Get_size() == 1:
-        return bool(flag)
-    _, low = _max_min(mpi_comm, module, numpy.array([int(flag)]))
-    return bool(low[0] == 1)
 
 
 class GradArena:

@@ -110,9 +110,11 @@ class PureNccl(_strategies.GradientStrategy):
         recv *= dtype.type(1.0 / ctx.size)
         _packing.unpack(recv, arrays)
 
-    def bcast_arrays(self, ctx, arrays, max_buf_len):
+    def bcast_arrays(self, ctx, arrays, max_buf_len, joined=None):
         """bcast_data through NCCL: one bcast per dtype, from rank 0
-        (NCCL has no message size limit: ``max_buf_len`` is not used)."""
+        (NCCL has no message size limit: ``max_buf_len`` is not used;
+        ``joined`` holds host buffers only, never given for device
+        arrays)."""
         if not arrays:
             return
         nccl_comm = self.init_comm(ctx)

@@ -77,10 +77,11 @@ class GradientStrategy:
       the ``overlap`` optimizer), as a list of arrays that may be new ones
       (the caller binds them to the params); by default ``mean_grad`` in
       place.
-    - ``bcast_arrays(ctx, arrays, max_buf_len)``: give every rank rank 0's
-      values of ``arrays``, in place (``bcast_data``); by default packed
-      per dtype and broadcast with MPI in pieces of at most
-      ``max_buf_len`` bytes.
+    - ``bcast_arrays(ctx, arrays, max_buf_len, joined=None)``: give every
+      rank rank 0's values of ``arrays``, in place (``bcast_data``); by
+      default packed per dtype and broadcast with MPI in pieces of at most
+      ``max_buf_len`` bytes; ``joined``: flat buffers the arrays already
+      are views of (see there).
     - ``configs``: the strategy's own settings and their defaults (a
       read-only mapping; none here); ``set_config(name, value)`` validates
       one and returns the value to store.
@@ -106,22 +107,38 @@ class GradientStrategy:
         self.mean_grad(ctx, arrays)
         return list(arrays)
 
-    def bcast_arrays(self, ctx, arrays, max_buf_len):
-        """Overwrite ``arrays`` with rank 0's values, on every rank."""
-        mpi_comm = ctx.mpi_comm
+    def bcast_arrays(self, ctx, arrays, max_buf_len, joined=None):
+        """Overwrite ``arrays`` with rank 0's values, on every rank.
 
-        def bcast(vec, scale=True):
-            # One Bcast per vector unless it exceeds max_buf_len: unlike the
-            # allreduce there is no temporary to keep in cache, and MPI
-            # moves one big message faster than many 4 MiB ones.
-            view = vec.view(numpy.uint8)
-            for start in range(0, view.size, max_buf_len):
-                mpi_comm.Bcast(view[start:start + max_buf_len], root=0)
-
+        The messages depend on the arrays' dtypes and sizes only, never on
+        where the arrays lie (so ranks need not agree on that first): per
+        dtype, in order of first appearance, one Bcast (per
+        ``max_buf_len`` bytes) of that dtype's arrays end to end. A lone
+        contiguous array goes as it lies, others through a packed copy,
+        unless ``joined`` gives, per dtype, the flat buffer of which they
+        are consecutive views (a ``GradArena``'s): no copy at all.
+        """
         is_root = ctx.rank == 0
-        self._over_work_vectors(arrays, bcast, DIRECT_MIN_BYTES,
-                                keep_dtype=True, pack=is_root,
-                                unpack=not is_root)
+        groups = {}
+        for a in arrays:
+            groups.setdefault(a.dtype, []).append(a)
+        for k, (dtype, group) in enumerate(groups.items()):
+            copy = False
+            if joined is not None:
+                buf = joined[k]
+            elif len(group) == 1 and group[0].flags.c_contiguous:
+                buf = group[0].reshape(-1)
+            else:
+                # Not pooled: a model-sized buffer for a call made once.
+                buf = numpy.empty(_packing.packed_size(group), dtype)
+                copy = True
+                if is_root:
+                    _packing.pack(group, buf)
+            view = buf.view(numpy.uint8)
+            for start in range(0, view.size, max_buf_len):
+                ctx.mpi_comm.Bcast(view[start:start + max_buf_len], root=0)
+            if copy and not is_root:
+                _packing.unpack(buf, group)
 
     def set_config(self, name, value):
         """Validate the strategy's config ``name``; the value to store."""
@@ -132,42 +149,32 @@ class GradientStrategy:
         """Release what the strategy holds; nothing here."""
 
     def _over_work_vectors(self, arrays, vector_op, direct_min_bytes,
-                           keep_dtype=False, pack=True, unpack=True,
                            pack_scale=None):
         """Run ``vector_op(vec)`` on work vectors covering ``arrays`` and
-        write the results back (float16 widened unless keep_dtype).
+        write the results back (float16 widened to float32).
 
-        A receive-only op (bcast at a non-root) passes ``pack=False``, a
-        send-only one ``unpack=False``, to skip copies nobody reads. With
-        ``pack_scale`` packed arrays are scaled as they are packed and
+        With ``pack_scale`` packed arrays are scaled as they are packed and
         reduced with ``vector_op(vec, scale=False)``; the op scales the
         others itself (``scale=True``).
         """
-        wire_dtype = _same_dtype if keep_dtype else _wire_dtype
         direct, packed = [], {}
         for g in arrays:
-            if (g.dtype == wire_dtype(g.dtype) and g.flags.c_contiguous
+            if (g.dtype == _wire_dtype(g.dtype) and g.flags.c_contiguous
                     and g.nbytes >= direct_min_bytes):
                 direct.append(g.reshape(-1))
             else:
-                packed.setdefault(wire_dtype(g.dtype), []).append(g)
+                packed.setdefault(_wire_dtype(g.dtype), []).append(g)
         buffers = []
         for dtype, group in packed.items():
             buf = self._buffers.get(dtype, _packing.packed_size(group))
-            if pack:
-                _packing.pack(group, buf, pack_scale)
+            _packing.pack(group, buf, pack_scale)
             buffers.append((buf, group))
         for buf, _ in buffers:
             vector_op(buf, scale=pack_scale is None)
         for vec in direct:
             vector_op(vec)
-        if unpack:
-            for buf, group in buffers:
-                _packing.unpack(buf, group)
-
-
-def _same_dtype(dtype):
-    return dtype
+        for buf, group in buffers:
+            _packing.unpack(buf, group)
 
 
 def _wire_dtype(dtype):

@@ -379,13 +379,13 @@ class MpiCommunicator(CommunicatorBase):
         params = [p for _, p in _grads.params_with_data(model)]
         arrays = [p.data for p in params]
         # Data broadcast again in the same arrays moves into one buffer per
-        # dtype: one Bcast each, once every rank's data is there.
+        # dtype, broadcast from there (the messages are the same wherever
+        # the data lie, so the ranks need not agree on it).
         arena = _grads.GradArena.of(model, 'data')
         max_buf_len = self._configs['max_buf_len']
-        if _grads.all_ranks(self.mpi_comm, self._module,
-                            arena.holds(arrays)):
-            self._strategy.bcast_arrays(self._context, arena.flats(),
-                                        max_buf_len)
+        if arena.holds(arrays):
+            self._strategy.bcast_arrays(self._context, arrays, max_buf_len,
+                                        joined=arena.flats())
         else:
             self._strategy.bcast_arrays(self._context, arrays, max_buf_len)
             arena.settle(params, arrays)
