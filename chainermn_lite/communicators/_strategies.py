@@ -118,15 +118,22 @@ class GradientStrategy:
         unless ``joined`` gives, per dtype, the flat buffer of which they
         are consecutive views (a ``GradArena``'s): no copy at all.
         """
+        def bcast(buf):
+            view = buf.view(numpy.uint8)
+            for start in range(0, view.size, max_buf_len):
+                ctx.mpi_comm.Bcast(view[start:start + max_buf_len], root=0)
+
+        if joined is not None:
+            for buf in joined:
+                bcast(buf)
+            return
         is_root = ctx.rank == 0
         groups = {}
         for a in arrays:
             groups.setdefault(a.dtype, []).append(a)
-        for k, (dtype, group) in enumerate(groups.items()):
+        for dtype, group in groups.items():
             copy = False
-            if joined is not None:
-                buf = joined[k]
-            elif len(group) == 1 and group[0].flags.c_contiguous:
+            if len(group) == 1 and group[0].flags.c_contiguous:
                 buf = group[0].reshape(-1)
             else:
                 # Not pooled: a model-sized buffer for a call made once.
@@ -134,9 +141,7 @@ class GradientStrategy:
                 copy = True
                 if is_root:
                     _packing.pack(group, buf)
-            view = buf.view(numpy.uint8)
-            for start in range(0, view.size, max_buf_len):
-                ctx.mpi_comm.Bcast(view[start:start + max_buf_len], root=0)
+            bcast(buf)
             if copy and not is_root:
                 _packing.unpack(buf, group)
 

@@ -377,7 +377,7 @@ class MpiCommunicator(CommunicatorBase):
     def bcast_data(self, model):
         """bcast_data(model): every rank gets rank 0's parameter data."""
         params = [p for _, p in _grads.params_with_data(model)]
-        arrays = [p.data for p in params]
+        arrays = [p.raw_array for p in params]
         # Data broadcast again in the same arrays moves into one buffer per
         # dtype, broadcast from there (the messages are the same wherever
         # the data lie, so the ranks need not agree on it).
