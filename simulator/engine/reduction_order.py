@@ -467,6 +467,9 @@ def reduce_plan_into(plan, op, args, out, lo, hi):
         shared = [x for x in blocks if np.may_share_memory(target, x)]
         if not shared:
             _into(tree, blocks, op, target)
+        elif not isinstance(tree, tuple) and _same_memory(target,
+                                                          blocks[tree]):
+            continue    # one rank's IN_PLACE: its values are the result
         elif isinstance(tree, tuple) and all(_same_memory(target, x)
                                              for x in shared):
             # An in-place buffer: both operands of the root are read (or

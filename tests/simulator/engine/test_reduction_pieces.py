@@ -144,3 +144,14 @@ def test_reduce_local_in_place_of_its_output(mpi_comm, MPI):
     flags = np.array([1, 1, 0, 0], np.int32)
     MPI.LAND.Reduce_local(ints, flags)
     assert flags.tolist() == [0, 1, 0, 0]
+
+
+def test_one_rank_in_place_writes_nothing():
+    # A lone rank's IN_PLACE result is its own values: a read-only buffer
+    # proves that no piece is copied back onto itself.
+    values = _inputs(1, 1000, np.float32)[0]
+    values.flags.writeable = False
+    work = _SmallPieces(order.allreduce_plan(1, 1000, 4), OP_NAMES['SUM'],
+                        [values], [values])
+    assert work.work() is True
+    assert values.tobytes() == _inputs(1, 1000, np.float32)[0].tobytes()
