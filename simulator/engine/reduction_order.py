@@ -499,12 +499,17 @@ class Reduction:
     """
 
     PIECE_BYTES = 256 * 1024
+    # The outputs' overlap check is pairwise: beyond this many ranks the
+    # pieces go through scratch instead.
+    HOMES_MAX_RANKS = 16
 
     def __init__(self, plan, op, args, outs):
         self.plan = plan
         self.op = op
         self.args = args
         self.outs = outs
+        self._homes = len(outs) == len(args) <= self.HOMES_MAX_RANKS and \
+            _own_outputs(args, outs)
         count = args[0].size
         step = max(1, self.PIECE_BYTES // max(1, args[0].itemsize))
         self.pieces = [(lo, min(count, lo + step))
@@ -532,10 +537,51 @@ class Reduction:
 
     def _piece(self, lo, hi):
         outs = self.outs
-        first = outs[0][lo:hi]
-        reduce_plan_into(self.plan, self.op, self.args, first, lo, hi)
-        for out in outs[1:]:
-            out[lo:hi] = first
+        if not self._homes:
+            first = outs[0][lo:hi]
+            reduce_plan_into(self.plan, self.op, self.args, first, lo, hi)
+            for out in outs[1:]:
+                out[lo:hi] = first
+            return
+        for start, stop, tree in self.plan:
+            a, b = max(lo, start), min(hi, stop)
+            if a >= b:
+                continue
+            homes = [out[a:b] for out in outs]
+            value, home = _in_homes(tree, self.op,
+                                    [x[a:b] for x in self.args], homes)
+            for r, out in enumerate(homes):
+                if r != home and not _same_memory(out, value):
+                    out[...] = value
+
+
+def _own_outputs(args, outs):
+    """Each rank's output is its input itself or overlaps no input, and
+    no two outputs overlap: the outputs may hold partial results."""
+    for r, out in enumerate(outs):
+        for q, x in enumerate(args):
+            if np.may_share_memory(out, x) and not (
+                    q == r and _same_memory(out, x)):
+                return False
+        if any(np.may_share_memory(out, o) for o in outs[r + 1:]):
+            return False
+    return True
+
+
+def _in_homes(tree, op, blocks, homes):
+    """``(value, home)`` of ``tree``: each combination is written into the
+    output of its left subtree's first rank (whose input it has just
+    read, and which no other subtree reads), so no scratch is needed and
+    the inputs are read once; ``home`` is None for a lone leaf (its value
+    is still its input)."""
+    if not isinstance(tree, tuple):
+        return blocks[tree], None
+    left_value, home = _in_homes(tree[0], op, blocks, homes)
+    right_value, _ = _in_homes(tree[1], op, blocks, homes)
+    if home is None:
+        home = tree[0]
+    op.combine_into(homes[home], left_value, right_value)
+    return homes[home], home
 
 
 def expected(collective, inputs, op, root=0, counts=None, in_place=False):
