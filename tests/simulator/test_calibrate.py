@@ -31,3 +31,14 @@ def test_missing_mpiexec_is_named(tmp_path, capsys):
         main(['-o', str(tmp_path / 'x.toml'), '--mpiexec',
               'no-such-mpiexec'])
     assert "'no-such-mpiexec'" in capsys.readouterr().err
+
+
+def test_selection_follows_the_library_that_ran_the_probe():
+    import types
+
+    from simulator.calibrate import _library
+
+    def mpi(version):
+        return types.SimpleNamespace(Get_library_version=lambda: version)
+    assert _library(mpi('Open MPI v5.0.11, package: Open MPI')) == 'openmpi'
+    assert _library(mpi('MPICH Version: 4.2.0')) == 'threshold'
