@@ -138,7 +138,7 @@ def _probe(comm, rounds, batches):
     return per_call
 
 
-def boundary_cost(rounds=30, batches=5):
+def boundary_cost(rounds=10, batches=10):
     """CPU seconds per MPI call that the simulator's call path spends
     where the rank's clock counts it as compute: the least over
     ``batches`` batches of ``rounds`` round trips in a two-rank world
