@@ -194,11 +194,16 @@ class GradArena:
 
     @classmethod
     def of(cls, model, attr='grad'):
-        """The arena of ``model``'s ``attr`` arrays (made on first use)."""
+        """The arena of ``model``'s ``attr`` arrays (made on first use; a
+        model that cannot be a weak dict key gets a fresh one each time,
+        which never holds anything: the usual path)."""
         with cls._lock:
-            arenas = cls._of_model.get(model)
-            if arenas is None:
-                arenas = cls._of_model[model] = {}
+            try:
+                arenas = cls._of_model.get(model)
+                if arenas is None:
+                    arenas = cls._of_model[model] = {}
+            except TypeError:      # unhashable (__eq__ only) or no weakref
+                return cls(attr)
             if attr not in arenas:
                 arenas[attr] = cls(attr)
             return arenas[attr]

@@ -266,3 +266,23 @@ def test_data_broadcast_again_moves_into_one_buffer_per_dtype(
     for p in model.params():
         if p is not model.b.W:
             assert p.data.base is bases[p.data.dtype]
+
+
+class _Unhashable(_Model):
+    __eq__ = object.__eq__
+    __hash__ = None
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_a_model_that_cannot_be_a_dict_key_takes_the_usual_path(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
+    model = _Unhashable()
+    _fill(model, 0, np.float32, skip=())
+    expect = {name: p.grad.copy() for name, p in model.namedparams()}
+    for _ in range(3):
+        comm.multi_node_mean_grad(model)
+        comm.bcast_data(model)
+    for name, p in model.namedparams():
+        np.testing.assert_array_equal(p.grad, expect[name])
+        assert p.grad.base is None
