@@ -210,7 +210,8 @@ def double_buffering_body(mpi_comm, reps, steps, workload):
 def _sleepy_model(total_s):
     """(model, lossfun): ResNet-50's shapes as a chain of layers, each
     sleeping its share of ``total_s`` in backward (a device's kernels,
-    the CPU left free) and returning a fresh gradient for its param."""
+    the CPU left free) and returning a new gradient array for its param
+    (one of two sets, in turns)."""
     import chainer
     import numpy as np
 
@@ -219,9 +220,16 @@ def _sleepy_model(total_s):
     params = list(model.params())
     total = sum(p.size for p in params)
 
+    # A device's backward hands over new gradient arrays without the CPU
+    # writing them: two preallocated sets in turns stand for them (new
+    # arrays at every step, as the mean sees them, and no 100 MB fill).
+    grad_sets = [[np.full(p.shape, 1e-3, p.dtype) for p in params]
+                 for _ in range(2)]
+
     class Layer(chainer.FunctionNode):
-        def __init__(self, seconds):
+        def __init__(self, seconds, grad):
             self.seconds = seconds
+            self.grad = grad
 
         def forward(self, inputs):
             return inputs[0].copy(),
@@ -229,13 +237,13 @@ def _sleepy_model(total_s):
         def backward(self, indexes, grad_outputs):
             time.sleep(self.seconds)
             gh, = grad_outputs
-            w = self.inputs[1]
-            return gh, chainer.Variable(np.full(w.shape, 1e-3, w.dtype))
+            return gh, chainer.Variable(self.grad)
 
     def lossfun():
+        grad_sets.reverse()
         h = chainer.Variable(np.zeros(1, np.float32))
-        for p in params:
-            h, = Layer(total_s * p.size / total).apply((h, p))
+        for p, grad in zip(params, grad_sets[0]):
+            h, = Layer(total_s * p.size / total, grad).apply((h, p))
         return chainer.functions.sum(h)
     return model, lossfun
 
@@ -249,10 +257,16 @@ def overlap_body(mpi_comm, reps, steps):
     import chainermn_lite
     comm = chainermn_lite.create_communicator('flat', mpi_comm=mpi_comm)
     grads_model, _ = _sleepy_model(0)
-    for p in grads_model.params():
-        p.grad = p.array * 0 + 1e-3
+    params = list(grads_model.params())
+    # Two sets of grads in turns: a backward makes new grad arrays every
+    # step, so the steps' mean never takes the one-buffer path (GradArena)
+    # that grads persisting between calls would; neither may this row.
+    grad_sets = [[p.array * 0 + 1e-3 for p in params] for _ in range(2)]
 
     def allreduce():
+        grad_sets.reverse()
+        for p, g in zip(params, grad_sets[0]):
+            p.grad = g
         comm.multi_node_mean_grad(grads_model)
     # The backward sleeps as long as one allreduce: sized first.
     model, lossfun = _sleepy_model(_timed(mpi_comm, allreduce, reps))
