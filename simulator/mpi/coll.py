@@ -450,8 +450,14 @@ def _whole(reduction):
     return combine
 
 
-def _share(st, slot):
-    coll.share_work(st, slot)
+def _run_reduction(comm, op, signature, arg, reduction, shared):
+    """A blocking reduction collective: with ``shared`` the last arrival
+    cuts the work into pieces and every rank does pieces until none is
+    left, then waits for the rest; otherwise the last arrival does it
+    all."""
+    if shared:
+        return _run(comm, op, signature, arg, coll.share_work, reduction)
+    return _run(comm, op, signature, arg, combine=_whole(reduction))
 
 
 def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
@@ -554,10 +560,9 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
 
     sig = (('op', op.name), ('root', root), ('count', source.size),
            ('dtype', str(source.dtype)))
-    if name == 'Reduce' and source.nbytes >= _SHARED_REDUCTION_BYTES and \
-            len(s.group) > 1:
-        return _run(self, name, sig, (source, out), _share, reduction)
-    return _run(self, name, sig, (source, out), combine=_whole(reduction))
+    shared = name == 'Reduce' and len(s.group) > 1 and \
+        source.nbytes >= _SHARED_REDUCTION_BYTES
+    return _run_reduction(self, name, sig, (source, out), reduction, shared)
 
 
 class Collectives:
@@ -729,12 +734,7 @@ class Collectives:
         ``sendbuf``."""
         sig, arg, reduction, shared = _allreduce_parts(
             self, 'Allreduce', sendbuf, recvbuf, op)
-        if shared:
-            # The last arrival cuts the work into pieces; every rank
-            # does pieces until none is left, then waits for the rest.
-            _run(self, 'Allreduce', sig, arg, _share, reduction)
-        else:
-            _run(self, 'Allreduce', sig, arg, combine=_whole(reduction))
+        _run_reduction(self, 'Allreduce', sig, arg, reduction, shared)
 
     def Iallreduce(self, sendbuf, recvbuf, op=SUM):
         """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
