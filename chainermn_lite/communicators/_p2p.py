@@ -140,17 +140,16 @@ class FrameChannel:
         return True
 
     def _send_small(self, x, dest, tag):
-        """One inline frame from a cached head; False if x does not fit."""
-        key = (x.dtype, x.shape)
-        head = self._heads_get(key)
-        if head is None:
-            head = _wire.frame_head(KIND_ARRAY, x.nbytes, _wire.describe(x),
-                                    INLINE)
-            if len(head) + x.nbytes > FRAME_BYTES:
-                return False
-            if len(self._heads) < _CACHE_LIMIT and \
-                    _wire.is_plain_sendable(x):
-                self._heads[key] = head
+        """One inline frame (its head cached when x's layout allows);
+        False if x does not fit."""
+        if self.send_cached(x, dest, tag):
+            return True
+        head = _wire.frame_head(KIND_ARRAY, x.nbytes, _wire.describe(x),
+                                INLINE)
+        if len(head) + x.nbytes > FRAME_BYTES:
+            return False
+        if len(self._heads) < _CACHE_LIMIT and _wire.is_plain_sendable(x):
+            self._heads[(x.dtype, x.shape)] = head
         self._Send(head + x.tobytes(), dest, tag)
         return True
 
