@@ -146,6 +146,23 @@ class Table:
                               'PASS' if ok else 'FAIL'))
 
 
+def fresh_grads_mean(comm, link_fn):
+    """``comm.multi_node_mean_grad`` as a training loop sees it: Chainer's
+    ``cleargrads`` + backward hand over new grad arrays at every step, so
+    the grads are never the previous call's (two preallocated sets given
+    to the params in turns stand for them: no allocation is timed)."""
+    model = link_fn()
+    params = list(model.params())
+    sets = [[p.grad.copy() for p in params] for _ in range(2)]
+
+    def run():
+        sets.reverse()
+        for p, g in zip(params, sets[0]):
+            p.grad = g
+        comm.multi_node_mean_grad(model)
+    return run
+
+
 def bench_mean_grad(table, link_fn, label, target, reps):
     ours = chainermn_lite.create_communicator('flat', mpi_comm=WORLD)
     naive = chainermn_lite.create_communicator('naive', mpi_comm=WORLD)
@@ -155,12 +172,17 @@ def bench_mean_grad(table, link_fn, label, target, reps):
     fns = [raw_chunked_allreduce(packed),
            lambda: ours.multi_node_mean_grad(model),
            lambda: naive.multi_node_mean_grad(model),
-           raw_chunked_mean(packed.copy())]
+           raw_chunked_mean(packed.copy()),
+           fresh_grads_mean(ours, link_fn)]
     if cmn is not None:
         fns.append(lambda: cmn.multi_node_mean_grad(model))
-    raw, t_flat, t_naive, t_floor, *rest = timed_together(fns, reps)
+    raw, t_flat, t_naive, t_floor, t_fresh, *rest = timed_together(
+        fns, reps)
     t_cmn = rest[0] if rest else None
     table.add('mean_grad {} flat'.format(label), t_flat, raw, t_cmn, target)
+    # What a training loop gets (the row above: grads that persist).
+    table.add('  flat, new grad arrays every step', t_fresh, raw, t_cmn,
+              target)
     table.add('mean_grad {} naive'.format(label), t_naive, raw, t_cmn,
               target)
     table.add('  (raw + 1/size scale: a mean\'s floor)', t_floor, raw, None,
