@@ -15,7 +15,7 @@ from simulator.engine import process
 from simulator.engine.actors import current
 from simulator.engine.libraries import is_library_file
 from simulator.engine.patches import PatchSet
-from simulator.engine.trace import capture, user_frame
+from simulator.engine.trace import capture, resolve, user_frame
 
 __all__ = ['SharedStateWarning', 'reported', 'warn_shared']
 
@@ -37,8 +37,7 @@ def warn_shared(call, consequence=_EVERYONE):
     context = current()
     if context is None:
         return
-    stack = capture(2)
-    filename, lineno, _ = user_frame(stack)
+    filename, lineno, _ = user_frame(resolve(capture(2)))
     if is_library_file(filename):
         return      # a library on its own (pytest's capsys...), not the user
     warnings.warn_explicit(SharedStateWarning(

@@ -1,37 +1,67 @@
 """Call records: which rank made which call, from which line.
 
-Capturing a stack must be cheap (it happens on every send and every
-blocking call), so :func:`capture` keeps raw (file, line, function)
-triples; :class:`CallRecord` turns them into ``traceback.FrameSummary``
-objects only when a report needs them.
+Capturing a stack must be cheap (it happens on every MPI call), so
+:func:`capture` keeps only each frame's code object and instruction
+offset; :func:`resolve` turns them into (file, line, function) triples
+(a line-table lookup per frame, several times the cost of the capture),
+and :class:`CallRecord` into ``traceback.FrameSummary`` objects, only
+when a report or an error message needs them.
 """
 import sys
 import traceback
 
 from simulator.engine.libraries import is_library_file
 
-__all__ = ['capture', 'CallRecord', 'user_frame']
+__all__ = ['capture', 'resolve', 'CallRecord', 'user_frame']
 
 _MAX_DEPTH = 64
+_getframe = sys._getframe
 
 
 def capture(skip=1):
-    """Raw stack of the caller, innermost first: [(file, line, name)]."""
-    frame = sys._getframe(skip)
+    """Raw stack of the caller, innermost first: code objects and their
+    instruction offsets (``f_lasti``), alternating; see :func:`resolve`.
+
+    A frame's line number is not read here: ``f_lineno`` searches the
+    code's line table, while the offset is a field; the offset pins the
+    line as it is now (the frame moves on after the call).
+    """
+    frame = _getframe(skip)
     out = []
-    while frame is not None and len(out) < _MAX_DEPTH:
-        code = frame.f_code
-        out.append((code.co_filename, frame.f_lineno, code.co_name))
+    append = out.append
+    depth = _MAX_DEPTH
+    while frame is not None and depth:
+        append(frame.f_code)
+        append(frame.f_lasti)
         frame = frame.f_back
+        depth -= 1
     return out
 
 
-def user_frame(raw):
-    """The innermost frame of the user's own code (or the innermost)."""
-    for filename, lineno, name in raw:
+def _line(code, offset):
+    """The line of instruction ``offset`` in ``code`` (what ``f_lineno``
+    said while the frame was there)."""
+    if offset < 0:
+        return code.co_firstlineno      # not started yet
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return code.co_firstlineno
+
+
+def resolve(raw):
+    """``[(file, line, name)]`` of a :func:`capture`, innermost first."""
+    return [(raw[i].co_filename, _line(raw[i], raw[i + 1]), raw[i].co_name)
+            for i in range(0, len(raw), 2)]
+
+
+def user_frame(frames):
+    """The innermost frame of the user's own code (or the innermost) among
+    ``frames`` as :func:`resolve` gives them."""
+    for filename, lineno, name in frames:
         if not is_library_file(filename):
             return filename, lineno, name
-    return raw[0] if raw else ('?', 0, '?')
+    return frames[0] if frames else ('?', 0, '?')
 
 
 class CallRecord:
@@ -43,7 +73,7 @@ class CallRecord:
     """
 
     __slots__ = ('op', 'rank', 'peer', 'tag', 'comm', 'seq', 'detail',
-                 '_raw', 'time')
+                 '_raw', '_frames', 'time')
 
     def __init__(self, op, rank, peer=None, tag=None, comm=None, seq=None,
                  detail=None, raw=None):
@@ -55,22 +85,30 @@ class CallRecord:
         self.seq = seq
         self.detail = detail
         self._raw = raw if raw is not None else capture(2)
+        self._frames = None
         self.time = None    # virtual start time (simulator.engine.clock)
+
+    @property
+    def frames(self):
+        """``[(file, line, name)]``, innermost first (resolved once)."""
+        if self._frames is None:
+            self._frames = resolve(self._raw)
+        return self._frames
 
     @property
     def stack(self):
         return [traceback.FrameSummary(f, n, name, lookup_line=False)
-                for f, n, name in reversed(self._raw)]
+                for f, n, name in reversed(self.frames)]
 
     @property
     def where(self):
-        filename, lineno, _ = user_frame(self._raw)
+        filename, lineno, _ = user_frame(self.frames)
         return '{}:{}'.format(filename, lineno)
 
     @property
     def function(self):
         """The name of the user's function that made the call."""
-        return user_frame(self._raw)[2]
+        return user_frame(self.frames)[2]
 
     def describe(self):
         """``op(peer=1, tag=5, comm=COMM_WORLD)`` plus the user's line."""

@@ -176,6 +176,28 @@ _STATUS_LAYOUT = np.dtype([('source', np.intc), ('tag', np.intc),
                            ('ucount', np.uintp)])
 
 
+class _KeptStatus(Status):
+    """The status a completion keeps for later queries (Waitsome after
+    Waitany, Get_status): its fields as a tuple, the array made only when
+    something reads it, since most completions are never asked (a
+    ``Status()`` and its fill cost a receive more than its matching)."""
+
+    __slots__ = ('_fields',)
+
+    def __init__(self):
+        self._fields = (ANY_SOURCE, ANY_TAG, SUCCESS, 0, 0)
+
+    @property
+    def _mem(self):
+        fields = self._fields
+        if type(fields) is tuple:
+            fields = self._fields = np.array([fields], _STATUS_LAYOUT)
+        return fields
+
+    def _fill(self, source, tag, nbytes):
+        self._fields = (source, tag, SUCCESS, 0, nbytes)
+
+
 def _new_status(source, tag, error, nbytes, cancelled):
     status = Status()
     status._mem['source'], status._mem['tag'] = source, tag
@@ -257,7 +279,7 @@ class Request(HandleMixin):
         if not self._done:
             # Every completion keeps its status: Waitsome reports it
             # after Waitany completed the request.
-            last = Status()
+            last = _KeptStatus()
             self._result = self._finish(last)
             self._last = last
             self._done = True

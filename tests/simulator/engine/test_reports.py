@@ -7,7 +7,7 @@ import pytest
 import simulator
 from simulator.engine import reports as checks
 from simulator.errors import DeadlockError, UnmatchedMessageError
-from simulator.engine.trace import CallRecord, capture, user_frame
+from simulator.engine.trace import CallRecord, capture, resolve, user_frame
 
 UNSAFE = 'deliberately broken program (deadlock / lost message)'
 
@@ -149,6 +149,25 @@ def test_call_record_describes_itself_with_the_callers_line():
     assert 'test_reports.py:' in text
     assert record.stack[-1].name == (
         'test_call_record_describes_itself_with_the_callers_line')
+
+
+def test_capture_pins_each_frames_line_at_capture_time():
+    import sys
+
+    def both():
+        # Each frame's line as f_lineno says it now, beside the capture.
+        frame, now = sys._getframe(1), []
+        while frame is not None:
+            now.append((frame.f_code.co_filename, frame.f_lineno,
+                        frame.f_code.co_name))
+            frame = frame.f_back
+        return capture(2), now
+
+    raw, now = both()
+    moved = 'the frames run on after the capture'
+    assert moved and resolve(raw) == now[:64]
+    assert resolve(raw)[0][2] == (
+        'test_capture_pins_each_frames_line_at_capture_time')
 
 
 @pytest.mark.simulator_only(UNSAFE)
