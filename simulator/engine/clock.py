@@ -7,7 +7,14 @@ described machine (:class:`~simulator.engine.netmodel.Machine`):
 - computation between two MPI calls advances it by the CPU time the
   thread spent (``time.thread_time``: ranks sharing cores do not slow each
   other's clocks) times ``compute_scale`` (and times the oversubscription
-  when a node of the machine has more ranks than cores);
+  when a node of the machine has more ranks than cores). With the
+  ``'median'`` estimate (the default) each stretch of compute is keyed by
+  where it runs, the code locations of the events that began and ended
+  it (:class:`SegmentEstimate`), and charged the median of that key's
+  recent measurements: a training loop repeats the same stretches, and
+  the noise in CPU time (preemption, cache refills, the other rank
+  threads) only ever adds, so one disturbed measurement no longer moves
+  the prediction; ``'raw'`` charges each measurement as it is;
 - a receive completes no earlier than its message arrives (sent at the
   sender's clock, plus the link's latency and size / bandwidth); a
   collective starts when its last rank arrives and lasts what its
@@ -23,6 +30,7 @@ virtual time is off.
 import builtins
 import contextlib
 import gc
+import statistics
 import sys
 import threading
 import time
@@ -33,7 +41,8 @@ from simulator.engine.actors import current
 from simulator.engine.modules import RankModule
 from simulator.engine.netmodel import family_of
 
-__all__ = ['VirtualTime', 'RankClock', 'patch_time', 'payload_bytes']
+__all__ = ['VirtualTime', 'RankClock', 'SegmentEstimate', 'ESTIMATES',
+           'patch_time', 'payload_bytes']
 
 _thread_time = time.thread_time
 # The functions a rank's program reads its time from, and the real ones.
@@ -45,6 +54,66 @@ _REAL_SLEEP = time.sleep
 
 # Families whose byte count is the gathered total, not one rank's share.
 _SUMMED = ('allgather', 'gather')
+
+# How compute between two events is charged (VirtualTime's ``estimate``).
+ESTIMATES = ('median', 'raw')
+# Frames of a site's stack that tell segments apart: deep enough that one
+# library helper making MPI calls for different callers (chainermn_lite's
+# allreduce for the gradients and for the evaluator) gives distinct keys.
+_SITE_DEPTH = 8
+# Measurements per key the median looks at: odd, so a median is a
+# measurement; short, so a key whose work changes (a growing batch)
+# is followed within a few repetitions.
+_WINDOW = 9
+
+
+def _site(frame):
+    """Where an event happens: the code and line of ``frame`` and its
+    callers (code objects by identity: hashing one hashes its body)."""
+    out = []
+    while frame is not None and len(out) < 2 * _SITE_DEPTH:
+        out.append(id(frame.f_code))
+        out.append(frame.f_lineno)
+        frame = frame.f_back
+    return tuple(out)
+
+
+class SegmentEstimate:
+    """One rank's compute estimates: a stretch of compute is keyed by the
+    sites of the events that began and ended it (an MPI call, a read of
+    the clock, a sleep), and :meth:`charge` returns the median of the
+    last ``window`` measurements of its key, the new one included.
+
+    The first measurement of a key is charged as measured (a warm-up
+    stays a warm-up); later ones move the charge only when most recent
+    ones agree, so a stretch that a preemption or a cache refill slowed
+    is charged what its key usually costs. A key whose work changes
+    every time (a loop over growing sizes between the same two calls)
+    is charged with a lag of half the window: ``raw`` is for those.
+    """
+
+    __slots__ = ('window', '_samples')
+
+    def __init__(self, window=_WINDOW):
+        if window < 1:
+            raise ValueError('window must be at least 1, got '
+                             '{!r}'.format(window))
+        self.window = window
+        self._samples = {}
+
+    def charge(self, key, seconds):
+        """Record ``seconds`` measured for ``key``; return the charge."""
+        recent = self._samples.get(key)
+        if recent is None:
+            self._samples[key] = [seconds]
+            return seconds
+        recent.append(seconds)
+        if len(recent) > self.window:
+            del recent[0]
+        return statistics.median_low(recent)
+
+    def __len__(self):
+        return len(self._samples)
 
 
 class RankClock:
@@ -86,6 +155,7 @@ class _Thread(threading.local):
         self.op = None
         self.args = None
         self.in_place = None    # the current Allreduce's IN_PLACE, or None
+        self.site = None        # where the current compute began
 
 
 def payload_bytes(arg):
@@ -109,17 +179,25 @@ class VirtualTime:
     :meth:`attach` (``simulator.run(..., clock=VirtualTime(...))``).
 
     ``compute_scale`` (None: the machine's) multiplies measured compute;
-    ``timeline`` keeps Trace Event spans for :mod:`simulator.tools.
-    timeline`.
+    ``estimate`` is how a stretch of compute is charged: ``'median'``
+    (its key's recent median, :class:`SegmentEstimate`) or ``'raw'`` (as
+    measured); ``timeline`` keeps Trace Event spans for
+    :mod:`simulator.tools.timeline`.
     """
 
-    def __init__(self, machine, compute_scale=None, timeline=False):
+    def __init__(self, machine, compute_scale=None, timeline=False,
+                 estimate='median'):
         self.machine = machine
         self.compute_scale = machine.compute_scale if compute_scale is None \
             else float(compute_scale)
         if self.compute_scale <= 0:
             raise ValueError('compute_scale must be positive, got '
                              '{!r}'.format(compute_scale))
+        if estimate not in ESTIMATES:
+            raise ValueError('estimate must be one of {}, got {!r}'.format(
+                ', '.join(ESTIMATES), estimate))
+        self.estimate = estimate
+        self.estimates = []
         self.events = [] if timeline else None
         self.world = None
         self.clocks = []
@@ -143,6 +221,8 @@ class VirtualTime:
         self.world = world
         world.clock = self
         self.clocks = [RankClock() for _ in range(world.size)]
+        self.estimates = [SegmentEstimate() for _ in range(world.size)] \
+            if self.estimate == 'median' else None
         per_node = {}
         for node in world.node_of:
             per_node[node] = per_node.get(node, 0) + 1
@@ -160,19 +240,28 @@ class VirtualTime:
         st.depth = 0
         st.mark = _thread_time()
         st.started = self.clocks[rank].now
+        st.site = None
 
     def thread_ended(self, rank):
         """The thread's last compute counts."""
         if self._local.depth == 0:
-            self._commit(rank)
+            self._commit(rank, sys._getframe(1))
             self._span_compute(rank)
 
-    def _commit(self, rank, less=0.0):
+    def _commit(self, rank, frame, less=0.0):
+        # ``frame``: where the event ending this stretch happens. The
+        # clock is read first: what follows is the simulator's own work.
         st = self._local
         t = _thread_time()
-        delta = (t - st.mark - less) * self._scale[rank]
+        seconds = t - st.mark - less
         st.mark = t
-        if delta > 0:
+        estimates = self.estimates
+        if estimates is not None:
+            site = _site(frame)
+            seconds = estimates[rank].charge((st.site, site), seconds)
+            st.site = site
+        if seconds > 0:
+            delta = seconds * self._scale[rank]
             clock = self.clocks[rank]
             clock.now += delta
             clock.compute += delta
@@ -192,7 +281,7 @@ class VirtualTime:
         st = self._local
         st.depth += 1
         if st.depth == 1:
-            self._commit(rank, self.boundary)
+            self._commit(rank, sys._getframe(1), self.boundary)
             self._span_compute(rank)
             st.op = op
             st.in_place = in_place
@@ -223,7 +312,7 @@ class VirtualTime:
         """The rank's program sleeps: its clock moves on by as much (a
         sleeping thread spends no CPU time)."""
         if self._local.depth == 0 and seconds > 0:
-            self._commit(rank)
+            self._commit(rank, sys._getframe(1))
             clock = self.clocks[rank]
             clock.now += seconds
             clock.compute += seconds
@@ -238,7 +327,12 @@ class VirtualTime:
         simulator's own code keeps real time)."""
         if self._local.depth:
             return None
-        self._commit(rank)
+        # Reading the clock costs the simulator's path about what a call's
+        # boundary does; a program reading it in a loop must not see its
+        # own reads as compute.
+        self._commit(rank, sys._getframe(1), self.boundary)
+        # Nor the estimate's own work just done.
+        self._local.mark = _thread_time()
         return self.clocks[rank].now
 
     # -- messages and collectives ---------------------------------------

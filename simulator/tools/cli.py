@@ -7,8 +7,9 @@ line a rank prints is prefixed with ``[rank]``. The exit status is
 non-zero when a rank failed or a check fired.
 
 ``--virtual-time`` (implied by ``--machine``, ``--compute-scale``,
-``--timeline`` and ``--sizes``) runs it in virtual time on a described
-machine (:mod:`simulator.engine.clock`) and prints where the time went;
+``--compute-estimate``, ``--timeline`` and ``--sizes``) runs it in
+virtual time on a described machine (:mod:`simulator.engine.clock`) and
+prints where the time went;
 ``--sizes 2,4,8`` runs it at each size and prints a scaling table.
 
 ``--schedule SEED`` makes every choice a real MPI may make differently
@@ -25,7 +26,7 @@ import sys
 import traceback
 
 from simulator.engine.actors import current
-from simulator.engine.clock import VirtualTime
+from simulator.engine.clock import ESTIMATES, VirtualTime
 from simulator.engine.modules import register_private_module
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.engine.world import SEND_MODES
@@ -65,6 +66,11 @@ def _parser():
     time.add_argument('--compute-scale', type=float, default=None,
                       metavar='X', help='factor on measured compute '
                       '(0.05: a device 20x faster than this CPU)')
+    time.add_argument('--compute-estimate', choices=ESTIMATES,
+                      default=None, help='charge each stretch of compute '
+                      'the median of its recent repetitions at the same '
+                      'code locations (median, the default: steady from '
+                      'run to run) or as measured (raw)')
     time.add_argument('--timeline', default=None, metavar='FILE.json',
                       help='write a Chrome trace (Perfetto) of the run')
     time.add_argument('--sizes', default=None, metavar='N,N,...',
@@ -88,11 +94,13 @@ def _parser():
 def _clock(options):
     """A VirtualTime for one run, or None with virtual time off."""
     if not (options.virtual_time or options.machine or options.timeline
-            or options.compute_scale is not None or options.sizes):
+            or options.compute_scale is not None or options.sizes
+            or options.compute_estimate):
         return None
     machine = load_machine(options.machine or DEFAULT_MACHINE)
     return VirtualTime(machine, options.compute_scale,
-                       timeline=bool(options.timeline))
+                       timeline=bool(options.timeline),
+                       estimate=options.compute_estimate or ESTIMATES[0])
 
 
 def _sizes(options, parser):

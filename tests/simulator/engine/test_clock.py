@@ -7,7 +7,7 @@ import pytest
 
 import simulator
 import simulator.mpi as MPI
-from simulator.engine.clock import VirtualTime
+from simulator.engine.clock import ESTIMATES, SegmentEstimate, VirtualTime
 from simulator.engine.netmodel import Link, Machine
 from simulator.mpi.timing import boundary_cost
 
@@ -21,12 +21,19 @@ HOP = LATENCY + NBYTES / BANDWIDTH          # 9 ms a message
 TINY = 1e-9
 
 
-def _clock(scale=TINY, **kw):
+def _clock(scale=TINY, estimate='median', **kw):
     return VirtualTime(Machine('slow', Link('intra', LATENCY, BANDWIDTH),
-                               **kw), compute_scale=scale)
+                               **kw), compute_scale=scale, estimate=estimate)
 
 
-def test_a_pipeline_of_sends():
+def _spin(seconds):
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@pytest.mark.parametrize('estimate', ESTIMATES)
+def test_a_pipeline_of_sends(estimate):
     # 0 -> 1 -> 2: each hop costs the sender the injection (size /
     # bandwidth) and the receiver waits for arrival (latency + size /
     # bandwidth after the send).
@@ -38,7 +45,7 @@ def test_a_pipeline_of_sends():
         if rank < 2:
             comm.Send(buf, rank + 1)
         return MPI.Wtime(), time.perf_counter()
-    clock = _clock()
+    clock = _clock(estimate=estimate)
     results = simulator.run(body, 3, clock=clock)
     inject = NBYTES / BANDWIDTH
     c = clock.clocks
@@ -56,16 +63,15 @@ def test_a_pipeline_of_sends():
     assert not hasattr(time.perf_counter, 'simulator_virtual')
 
 
-def test_collective_starts_with_the_last_rank():
+@pytest.mark.parametrize('estimate', ESTIMATES)
+def test_collective_starts_with_the_last_rank(estimate):
     # rank 1 computes ~0.05 s (scaled by 1); the allreduce of 4 bytes
     # over 2 ranks costs one latency (recursive doubling), for both.
     def body(comm):
         if comm.Get_rank() == 1:
-            end = time.thread_time() + 0.05
-            while time.thread_time() < end:
-                pass
+            _spin(0.05)
         comm.allreduce(1)
-    clock = _clock(scale=1.0)
+    clock = _clock(scale=1.0, estimate=estimate)
     simulator.run(body, 2, clock=clock)
     c0, c1 = clock.clocks
     assert c0.now == pytest.approx(c1.now, abs=1e-3)
@@ -75,11 +81,14 @@ def test_collective_starts_with_the_last_rank():
 
 
 def _spin_ranks(size):
+    # Repeated steps: the median estimate keeps a step that other jobs
+    # on the machine disturbed from moving the figure.
     def body(comm):
-        x = 0
-        for i in range(300000):
-            x += i
-        comm.Barrier()
+        for _ in range(6):
+            x = 0
+            for i in range(50000):
+                x += i
+            comm.Barrier()
     clock = _clock(scale=1.0)
     simulator.run(body, size, clock=clock)
     return max(c.compute for c in clock.clocks)
@@ -127,6 +136,64 @@ def test_summary_names_the_slowest_rank_and_time_is_real_outside():
     assert len(lines) == 2 + 2
     with pytest.raises(ValueError, match='compute_scale must be positive'):
         _clock(scale=0)
+    with pytest.raises(ValueError, match="median, raw, got 'mean'"):
+        _clock(estimate='mean')
+
+
+def test_a_key_is_charged_the_median_of_its_recent_measurements():
+    est = SegmentEstimate(window=5)
+    # the first measurement of a key is all there is: charged as is
+    assert est.charge('a', 0.010) == 0.010
+    # a disturbed repetition is charged what the key usually costs
+    assert est.charge('a', 0.011) == 0.010
+    assert est.charge('a', 0.050) == 0.011
+    assert est.charge('a', 0.009) == 0.010
+    # another key has its own measurements
+    assert est.charge('b', 0.5) == 0.5
+    assert est.charge('a', 0.010) == 0.010
+    # the window forgets: when the work changes for good, the charge
+    # follows after half the window
+    charges = [est.charge('a', 0.020) for _ in range(5)]
+    assert charges == [0.011, 0.020, 0.020, 0.020, 0.020]
+    assert len(est) == 2
+    with pytest.raises(ValueError, match='window must be at least 1, got 0'):
+        SegmentEstimate(window=0)
+
+
+def _disturbed_loop(comm):
+    # rank 0 computes 5 ms a step, rank 1 10 ms; one step of each is
+    # disturbed (+35 ms), as a preemption or a cache refill would.
+    rank = comm.Get_rank()
+    work = 0.005 * (rank + 1)
+    for step in range(9):
+        _spin(work + (0.035 if step == 3 + rank else 0.0))
+        comm.Barrier()
+
+
+def test_the_median_estimate_charges_the_usual_cost_per_rank():
+    clock = _clock(scale=1.0)
+    simulator.run(_disturbed_loop, 2, clock=clock)
+    c0, c1 = (c.compute for c in clock.clocks)
+    # 9 steps at the usual cost each (the median is per rank: one table
+    # for both would charge rank 0 some of rank 1's 10 ms steps)
+    assert 0.045 <= c0 < 0.045 + 0.02, c0
+    assert 0.090 <= c1 < 0.090 + 0.02, c1
+    raw = _clock(scale=1.0, estimate='raw')
+    simulator.run(_disturbed_loop, 2, clock=raw)
+    r0, r1 = (c.compute for c in raw.clocks)
+    # raw charges what was measured, the disturbance included
+    assert r0 >= 0.045 + 0.035 and r1 >= 0.090 + 0.035, (r0, r1)
+
+
+def test_reading_the_clock_in_a_loop_costs_no_compute():
+    # The simulator's work to answer a read is not the program's.
+    def body(comm):
+        start = time.perf_counter()
+        for _ in range(2000):
+            time.perf_counter()
+        return time.perf_counter() - start
+    spent = simulator.run(body, 1, clock=_clock(scale=1.0))
+    assert spent[0] < 2000 * 0.5e-6, spent
 
 
 def test_sleep_moves_the_clock_on():

@@ -109,6 +109,16 @@ def test_bad_options_name_the_value():
     assert done.returncode == 2 and '-n N' in done.stderr
     done = _simulator('-n', '2', '--machine', 'nowhere', RING)
     assert done.returncode == 2 and "'nowhere'" in done.stderr
+    done = _simulator('-n', '2', '--compute-estimate', 'mean', RING)
+    assert done.returncode == 2 and "'mean'" in done.stderr
+
+
+@pytest.mark.parametrize('estimate', ['raw', 'median'])
+def test_compute_estimate_runs_in_virtual_time(estimate):
+    done = _simulator('-n', '2', '--compute-estimate', estimate, RING)
+    assert done.returncode == 0, done.stderr
+    assert [x for x in done.stdout.splitlines()
+            if x.startswith('virtual time:')], done.stdout
 
 
 def test_svg_picture_of_a_trace(tmp_path):
