@@ -230,6 +230,9 @@ def check_peer(peer, size, rank, what, wildcard=None, allow_self=False):
     it works for small arrays and deadlocks for big ones (and in a
     differentiable send both directions would wait on each other).
     """
+    if type(peer) is int and 0 <= peer < size and (
+            allow_self or peer != rank):
+        return peer                 # the common case, checked in one go
     if wildcard is not None and peer == wildcard:
         return peer
     if not _is_int(peer) or not 0 <= peer < size:
@@ -260,6 +263,8 @@ def check_tag(tag, what, rank=None, wildcard=None):
     """``tag`` as an int >= 0 (or the ``wildcard`` value, e.g.
     ``ANY_TAG``); ValueError naming it and the calling ``rank`` (when
     given)."""
+    if type(tag) is int and tag >= 0:
+        return tag
     if wildcard is not None and tag == wildcard:
         return tag
     if not _is_int(tag) or tag < 0:

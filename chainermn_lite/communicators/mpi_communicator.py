@@ -175,9 +175,10 @@ class MpiCommunicator(CommunicatorBase):
         know). One message per array (per ``max_buf_len`` bytes)."""
         dest = _wire.check_peer(dest, self._size, self._rank, 'send_exact')
         tag = _wire.check_tag(tag, 'send_exact', self._rank)
-        what = 'send_exact (rank {} to {})'.format(self._rank, dest)
-        self._p2p.send_exact([_wire.as_sendable(x, what) for x in arrays],
-                             dest, tag)
+        if not all(_wire.is_plain_sendable(x) for x in arrays):
+            what = 'send_exact (rank {} to {})'.format(self._rank, dest)
+            arrays = [_wire.as_sendable(x, what) for x in arrays]
+        self._p2p.send_exact(arrays, dest, tag)
 
     def recv_exact(self, specs, source, tag):
         """recv_exact(specs, source, tag): receive what ``send_exact``

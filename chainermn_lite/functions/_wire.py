@@ -17,13 +17,14 @@ a communicator.
 """
 import chainer
 import numpy
+from chainer import backend
 
 from chainermn_lite import _wire
 
 __all__ = ['FORWARD', 'BACKWARD', 'PHASES', 'TAGS_PER_USER_TAG',
            'forward_tag', 'backward_tag', 'user_tag', 'check_peer',
-           'check_root', 'check_tag', 'empty_delegate', 'zeros_grad',
-           'as_grad']
+           'check_root', 'check_tag', 'array_module', 'empty_delegate',
+           'zeros_grad', 'as_grad']
 
 FORWARD = 'forward'
 BACKWARD = 'backward'
@@ -66,6 +67,14 @@ def check_root(communicator, root, what):
 def check_tag(tag, what, communicator):
     """``tag`` as an int >= 0 (ValueError naming it otherwise)."""
     return _wire.check_tag(tag, what, communicator.rank)
+
+
+def array_module(array):
+    """``backend.get_array_module(array)``, without its dispatch for the
+    common NumPy array."""
+    if type(array) is numpy.ndarray:
+        return numpy
+    return backend.get_array_module(array)
 
 
 def empty_delegate(xp=numpy):

@@ -20,22 +20,24 @@ __all__ = ['Send', 'Recv', 'send', 'recv']
 
 
 class Send(chainer.FunctionNode):
-    """Send its inputs (all but the trailing dummy) to ``peer``."""
+    """Send its inputs (all but the trailing dummy, if ``dummy``) to
+    ``peer``."""
 
-    def __init__(self, comm, peer, tag, as_tuple):
+    def __init__(self, comm, peer, tag, as_tuple, dummy=True):
         self.comm = comm
         self.peer = peer
         self.tag = tag
         self.as_tuple = as_tuple
+        self.dummy = dummy
 
     @property
     def label(self):
         return 'Send (peer_rank: {}, tag: {})'.format(self.peer, self.tag)
 
     def forward(self, inputs):
-        xs = inputs[:-1]
+        xs = inputs[:-1] if self.dummy else inputs
         self._specs = [(x.shape, x.dtype) for x in xs]
-        self._xp = backend.get_array_module(inputs[-1])
+        self._xp = _wire.array_module(inputs[-1])
         self.comm.send(xs if self.as_tuple else xs[0], self.peer,
                        _wire.forward_tag(self.tag))
         return _wire.empty_delegate(self._xp),
@@ -44,11 +46,22 @@ class Send(chainer.FunctionNode):
         specs = self._specs
         recv_exact = getattr(self.comm, 'recv_exact', None)
         if recv_exact is not None:
+            # Fresh arrays of exactly ``specs``: nothing to check.
             grads = recv_exact(specs, self.peer,
                                _wire.backward_tag(self.tag))
         else:
-            got = self.comm.recv(self.peer, _wire.backward_tag(self.tag))
-            grads = got if isinstance(got, tuple) else (got,)
+            grads = self._recv_checked(specs)
+        n = len(specs)
+        # The dummy input (index n, if any) only makes backward reach this
+        # node; it needs no gradient.
+        return tuple(None if i == n else _wire.as_grad(grads[i])
+                     for i in indexes)
+
+    def _recv_checked(self, specs):
+        """The gradients from a communicator without ``recv_exact``,
+        checked against ``specs``."""
+        got = self.comm.recv(self.peer, _wire.backward_tag(self.tag))
+        grads = got if isinstance(got, tuple) else (got,)
         if len(grads) != len(specs) or any(
                 g.shape != s or g.dtype != d
                 for g, (s, d) in zip(grads, specs)):
@@ -58,14 +71,7 @@ class Send(chainer.FunctionNode):
                     self.comm.rank, [(s, str(d)) for s, d in specs],
                     self.peer, self.tag,
                     [(g.shape, str(g.dtype)) for g in grads]))
-        n = len(specs)
-        out = []
-        for i in indexes:
-            if i == n:  # the dummy input
-                out.append(_wire.as_grad(_wire.empty_delegate(self._xp)))
-            else:
-                out.append(_wire.as_grad(grads[i]))
-        return tuple(out)
+        return grads
 
 
 class Recv(chainer.FunctionNode):
@@ -84,7 +90,7 @@ class Recv(chainer.FunctionNode):
     def forward(self, inputs):
         delegate, = inputs
         self._delegate_spec = (delegate.shape, delegate.dtype)
-        self._xp = backend.get_array_module(delegate)
+        self._xp = _wire.array_module(delegate)
         got = self.comm.recv(self.peer, _wire.forward_tag(self.tag))
         self.as_tuple = isinstance(got, tuple)
         ys = got if self.as_tuple else (got,)
@@ -134,10 +140,14 @@ def send(x, communicator, rank, tag=0):
     tag = _wire.check_tag(tag, 'send', communicator)
     rank = _wire.check_peer(communicator, rank, 'send')
     xs, as_tuple = _as_variables(x)
-    xp = backend.get_array_module(xs[0].array)
-    # The dummy input requires grad, so backward always reaches this node.
-    dummy = chainer.Variable(_wire.empty_delegate(xp))
-    delegate, = Send(communicator, rank, tag, as_tuple).apply(xs + (dummy,))
+    node = Send(communicator, rank, tag, as_tuple,
+                dummy=not any(v.requires_grad for v in xs))
+    if node.dummy:
+        # A dummy input that requires grad, so that backward reaches this
+        # node (and receives what the peer sends back) all the same.
+        xp = _wire.array_module(xs[0].array)
+        xs += (chainer.Variable(_wire.empty_delegate(xp)),)
+    delegate, = node.apply(xs)
     delegate.name = 'delegate_variable'
     return delegate
 
