@@ -124,25 +124,41 @@ class FrameChannel:
         kind = KIND_TUPLE if is_tuple else KIND_ARRAY
         self._send(kind, descriptor, payload, dest, tag)
 
-    def send_cached(self, x, dest, tag):
-        """Send the NumPy array ``x`` as one inline frame if a frame head
-        for its layout is cached; False (nothing sent) otherwise.
+    def plain_send(self, size, rank, other):
+        """``send(data, dest, tag)`` for a communicator of ``size`` whose
+        rank is ``rank``: a NumPy array to a valid peer with a valid tag
+        goes straight to ``send_arrays`` (a cached frame head: one lookup
+        and one Send, no other call); anything else to ``other(data, dest,
+        tag)``, which checks it.
 
         Only native dtypes are cached and dtypes compare with their byte
         order, so a hit needs no other check: ``tobytes`` writes any
         strides in C order.
         """
-        head = self._heads_get((x.dtype, x.shape))
-        if head is None:
-            return False
-        # bytes concatenation beats filling the frame by slices at this size
-        self._Send(head + x.tobytes(), dest, tag)
-        return True
+        heads_get, Send, ndarray = self._heads_get, self._Send, numpy.ndarray
+        send_arrays, plain = self.send_arrays, _wire.is_plain_sendable
+
+        def send(data, dest, tag):
+            if type(data) is ndarray and type(dest) is int and \
+                    type(tag) is int and 0 <= dest < size and \
+                    dest != rank and tag >= 0:
+                head = heads_get((data.dtype, data.shape))
+                if head is not None:
+                    # bytes concatenation beats filling a frame by slices
+                    Send(head + data.tobytes(), dest, tag)
+                    return
+                if plain(data):
+                    send_arrays((data,), False, dest, tag)
+                    return
+            other(data, dest, tag)
+        return send
 
     def _send_small(self, x, dest, tag):
         """One inline frame (its head cached when x's layout allows);
         False if x does not fit."""
-        if self.send_cached(x, dest, tag):
+        head = self._heads_get((x.dtype, x.shape))
+        if head is not None:
+            self._Send(head + x.tobytes(), dest, tag)
             return True
         head = _wire.frame_head(KIND_ARRAY, x.nbytes, _wire.describe(x),
                                 INLINE)
@@ -317,28 +333,38 @@ class FrameChannel:
             source, tag = self._recv_first_frame(source, tag, None)
         return self._arrays_from_frame(source, tag, None)
 
-    def recv_plain(self, source, tag):
-        """``recv_arrays`` for a source and a tag that are valid ints (no
-        wildcard, no status): the hot path of a model-parallel step, with
-        a cached layout costing one Recv and one copy of the payload."""
-        if self._expect and (source, tag) in self._expect:
-            x, _, _ = self._recv_probed(source, tag)
-            if x is not None:
-                return x
+    def plain_recv(self, size, rank, other):
+        """``recv(source, tag)`` for a communicator of ``size`` whose rank
+        is ``rank``: a valid peer and tag (no wildcard) take the hot path
+        of a model-parallel step, a cached small layout costing one Recv,
+        one unpack and one copy of the payload; anything else goes to
+        ``other(source, tag)``, which checks it."""
+        Recv, view, small_get = self._Recv, self._recv_view, self._small_get
+        expect, error = self._expect, self._module.Exception
+
+        def recv(source, tag):
+            if not (type(source) is int and type(tag) is int and
+                    0 <= source < size and source != rank and tag >= 0):
+                return other(source, tag)
+            if expect and (source, tag) in expect:
+                x, _, _ = self._recv_probed(source, tag)
+                if x is not None:
+                    return x
+                return self._arrays_from_frame(source, tag, None)
+            try:
+                Recv(view, source, tag)
+            except error as e:
+                self._raise_if_truncated(e, source, tag)
+                raise
+            # Unpacked with the last small layout's length, a frame with
+            # another descriptor length gives a key whose word 2 (its
+            # length) no key of that length has: no false hit, and one
+            # unpack in the common case.
+            small = small_get(self._last_head.unpack_from(view))
+            if small is not None:
+                return small.copy()
             return self._arrays_from_frame(source, tag, None)
-        view = self._recv_view
-        try:
-            self._Recv(view, source, tag)
-        except self._module.Exception as e:
-            self._raise_if_truncated(e, source, tag)
-            raise
-        # Unpacked with the last small layout's length, a frame with another
-        # descriptor length gives a key whose word 2 (its length) no key of
-        # that length has: no false hit, and one unpack in the common case.
-        small = self._small_get(self._last_head.unpack_from(view))
-        if small is not None:
-            return small.copy()
-        return self._arrays_from_frame(source, tag, None)
+        return recv
 
     def _arrays_from_frame(self, source, tag, status):
         """The array(s) of the message whose first frame was received."""

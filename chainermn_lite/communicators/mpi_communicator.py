@@ -7,6 +7,9 @@ the strategy is the only thing that differs between ``naive``, ``flat``,
 goes on the wire (descriptors, frames, offsets) and the checks of peers,
 roots and tags are ``_wire``'s; packing is ``_packing``'s.
 """
+import functools
+import weakref
+
 import chainer
 import numpy
 
@@ -24,6 +27,10 @@ from chainermn_lite.communicators.communicator_base import CommunicatorBase
 __all__ = ['MpiCommunicator', 'DEFAULT_MAX_BUF_LEN']
 
 DEFAULT_MAX_BUF_LEN = 256 * 1024 * 1024
+
+
+def _call_weak(method, ref, *args):
+    return method(ref(), *args)
 
 
 class MpiCommunicator(CommunicatorBase):
@@ -49,8 +56,27 @@ class MpiCommunicator(CommunicatorBase):
         self._p2p = _p2p.FrameChannel(mpi_comm, self._module,
                                       DEFAULT_MAX_BUF_LEN)
         self._header = numpy.zeros(_wire.DESCRIPTOR_WORDS, numpy.int64)
+        self._plain_p2p()
         for key, value in (configs or {}).items():
             self.set_config(key, value)
+
+    def _plain_p2p(self):
+        """Give this instance ``send`` and ``recv`` functions that take a
+        plain array, peer and tag (the model-parallel hot path) without a
+        method call of their own; everything else goes to the methods
+        below. A subclass that overrides them keeps its own."""
+        ref = weakref.ref(self)     # no cycle through the instance dict
+        cls = MpiCommunicator
+        for name, make in (('send', self._p2p.plain_send),
+                           ('recv', self._p2p.plain_recv)):
+            method = getattr(cls, name)
+            if getattr(type(self), name) is not method:
+                continue
+            fast = make(self._size, self._rank, functools.partial(
+                _call_weak, method, ref))
+            functools.update_wrapper(fast, method, updated=())
+            del fast.__wrapped__        # its own signature, without self
+            object.__setattr__(self, name, fast)
 
     def __repr__(self):
         return '<chainermn_lite {} communicator rank {}/{} on {}>'.format(
@@ -133,16 +159,6 @@ class MpiCommunicator(CommunicatorBase):
         happens to buffer it, so it works for small arrays and deadlocks
         for big ones.
         """
-        if type(data) is numpy.ndarray and type(dest) is int and \
-                type(tag) is int and 0 <= dest < self._size and \
-                dest != self._rank and tag >= 0:
-            # The common case in a model-parallel step, checked in one go:
-            # a layout sent before costs one lookup and one Send.
-            if self._p2p.send_cached(data, dest, tag):
-                return
-            if _wire.is_plain_sendable(data):
-                self._p2p.send_arrays((data,), False, dest, tag)
-                return
         dest = _wire.check_peer(dest, self._size, self._rank, 'send',
                                 allow_self=True)
         tag = _wire.check_tag(tag, 'send', self._rank)
@@ -158,10 +174,6 @@ class MpiCommunicator(CommunicatorBase):
 
     def recv(self, source, tag):
         """recv(source, tag): the array (or tuple of arrays) sent."""
-        if type(source) is int and type(tag) is int and \
-                0 <= source < self._size and source != self._rank and \
-                tag >= 0:
-            return self._p2p.recv_plain(source, tag)
         source = _wire.check_peer(source, self._size, self._rank, 'recv',
                                   wildcard=self._module.ANY_SOURCE)
         tag = _wire.check_tag(tag, 'recv', self._rank,

@@ -235,3 +235,57 @@ def test_send_recv_small_array_kinds(mpi_comm, make_communicator):
                 comm.send(x, right, tag)
             assert got.dtype == x.dtype and got.shape == x.shape
             np.testing.assert_array_equal(got, x)
+
+
+@pytest.mark.mpi(sizes=(2, 3))
+def test_plain_path_and_methods_read_each_other(mpi_comm, make_communicator):
+    # A communicator's send/recv are its own plain-path functions; the
+    # class methods (what a subclass's super() reaches) speak the same
+    # frames: small arrays (cached heads), big ones (bare after the first)
+    # and non-contiguous ones, bit-identical whichever side took which.
+    from chainermn_lite.communicators.mpi_communicator import \
+        MpiCommunicator
+    comm = make_communicator(mpi_comm, 'naive')
+    assert 'send' in comm.__dict__ and 'recv' in comm.__dict__
+    arrays = [np.arange(3, dtype=np.float64), np.arange(5000.0),
+              np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::2]]
+    right, left = (comm.rank + 1) % comm.size, (comm.rank - 1) % comm.size
+    sends = (comm.send, lambda *a: MpiCommunicator.send(comm, *a))
+    recvs = (comm.recv, lambda *a: MpiCommunicator.recv(comm, *a))
+    for step in range(4):
+        send, recv = sends[step % 2], recvs[step // 2]
+        for tag, x in enumerate(arrays):
+            x = x + step
+            if comm.rank % 2 == 0:
+                send(x, right, tag)
+                got = recv(left, tag)
+            else:
+                got = recv(left, tag)
+                send(x, right, tag)
+            assert got.dtype == x.dtype and got.shape == x.shape
+            assert got.tobytes() == np.ascontiguousarray(x).tobytes()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_subclass_send_recv_overrides_are_kept(mpi_comm):
+    from chainermn_lite.communicators.mpi_communicator_base import \
+        MpiCommunicatorBase
+
+    class Logged(MpiCommunicatorBase):
+        def send(self, data, dest, tag):
+            self.log.append(('send', tag))
+            super().send(data, dest, tag)
+
+        def recv(self, source, tag):
+            self.log.append(('recv', tag))
+            return super().recv(source, tag)
+
+    comm = Logged(mpi_comm)
+    comm.log = []
+    peer = 1 - comm.rank
+    x = np.arange(4.0)
+    if comm.rank == 0:
+        comm.send(x, peer, 7)
+    else:
+        np.testing.assert_array_equal(comm.recv(peer, 7), x)
+    assert comm.log == [('send' if comm.rank == 0 else 'recv', 7)]
