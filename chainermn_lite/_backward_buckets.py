@@ -15,9 +15,8 @@ order in which backward finishes them), into buckets of about
 ``bucket_bytes``. ``BucketReducer`` runs on a helper thread over a ``Dup``
 of the communicator: it takes the buckets in order, waits for each to be
 complete and averages it with the communicator's own gradient strategy
-(``mean_bucket``: on MPI, packed and scaled into a fresh buffer, one
-collective per chunk, its views becoming the grads), while the main
-thread goes on with backward. The
+(``mean_bucket``: on MPI the non-overlapped mean of the bucket's arrays,
+in place), while the main thread goes on with backward. The
 optimizer then waits only for what is still in flight. Without a hooked
 backward (``loss.backward()`` called by the user) the same buckets are
 reduced in the same order after the fact, so both paths give the same

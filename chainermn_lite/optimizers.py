@@ -202,11 +202,14 @@ class _OverlappingOptimizer(_Wrapper):
         overlapped, then step."""
         target = self.target
         reducer = None
+        signature = None
         if lossfun is not None:
             optimizer = self.actual_optimizer
             loss = _forward(optimizer, target, lossfun, args, kwds)
             loss_scale = getattr(optimizer, '_loss_scale', None)
-            if _param_signature(target) == self._signature:
+            # Backward initialises no parameter: one look after forward.
+            signature = _param_signature(target)
+            if signature == self._signature:
                 reducer = self._new_reducer()
                 readiness = buckets.GradReadiness(self._plan.params,
                                                   reducer.put)
@@ -222,7 +225,8 @@ class _OverlappingOptimizer(_Wrapper):
             else:
                 loss.backward(loss_scale=loss_scale)
             del loss
-        signature = _param_signature(target)
+        else:
+            signature = _param_signature(target)
         if signature != self._signature:
             self._own('_signature', signature)
             self._own('_plan', None)
@@ -261,8 +265,12 @@ class _OverlappingOptimizer(_Wrapper):
         for p, mean, gone in zip(params, means, missing):
             if gone and not self.zero_fill:
                 p.grad = None
-            else:
-                p.grad = buckets.array_of(mean)
+                continue
+            mean = buckets.array_of(mean)
+            # Averaged in place, a mean is mostly the param's own grad
+            # already; Chainer's setter checks cost ~10 us a param.
+            if p.grad is not mean:
+                p.grad = mean
         if chainer.is_debug():
             comm._check_finite_grads(self.target)
 

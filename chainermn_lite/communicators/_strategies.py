@@ -80,7 +80,10 @@ class GradientStrategy:
     - ``mean_bucket(ctx, arrays)``: the means of ``arrays`` (one bucket of
       the ``overlap`` optimizer), as a list of arrays that may be new ones
       (the caller binds them to the params); by default ``mean_grad`` in
-      place.
+      place: the bits of the non-overlapped mean, and no copy of the big
+      grads (packing whole buckets into fresh buffers cost a 100 MB copy
+      per ResNet-50 step on the helper thread, which on 2 ranks per 2
+      cores competes with backward for the same cores).
     - ``bcast_arrays(ctx, arrays, max_buf_len, joined=None)``: give every
       rank rank 0's values of ``arrays``, in place (``bcast_data``); by
       default packed per dtype and broadcast with MPI in pieces of at most
@@ -220,38 +223,6 @@ class Flat(GradientStrategy):
         self._over_work_vectors(arrays, functools.partial(self._reduce, ctx),
                                 self.direct_min_bytes,
                                 pack_scale=1.0 / ctx.size)
-
-    def mean_bucket(self, ctx, arrays):
-        """The means of ``arrays``, as views of one new buffer per dtype.
-
-        A bucket is packed (and scaled on the way) into a fresh buffer and
-        reduced with one collective per chunk; its views become the grads,
-        so nothing is copied back and a bucket of many arrays costs a few
-        collective calls, not one per array (each a meeting of all ranks).
-        An array alone in its dtype's group (a big one fills a bucket) is
-        averaged in place instead, as ``mean_grad`` would.
-        """
-        reduce = functools.partial(self._reduce, ctx)
-        out = list(arrays)
-        groups = {}
-        for k, a in enumerate(arrays):
-            groups.setdefault(_wire_dtype(a.dtype), []).append(k)
-        for dtype, ks in groups.items():
-            group = [arrays[k] for k in ks]
-            one = group[0]
-            if len(group) == 1 and one.dtype == dtype and \
-                    one.flags.c_contiguous:
-                # A bucket of one big array: averaged where it lies.
-                reduce(one.reshape(-1), scale=True)
-                continue
-            buf = numpy.empty(_packing.packed_size(group), dtype)
-            _packing.pack(group, buf, 1.0 / ctx.size)
-            reduce(buf, scale=False)
-            views = _packing.views(buf, [a.shape for a in group])
-            for k, a, view in zip(ks, group, views):
-                out[k] = view if view.dtype == a.dtype else \
-                    view.astype(a.dtype)
-        return out
 
 
 class NonCudaAware(Flat):
