@@ -11,7 +11,10 @@ A collective runs in three phases: *arrive* (leave the contribution; the
 last arrival may ``combine`` them once), *finish* (each rank computes its
 own output outside the lock, reading the others' contributions), and
 *depart* (when others read this rank's buffers during finish, it must
-stay until everyone is done).
+stay until everyone is done). A collective whose outputs are complete
+once it is ready (``arrive(..., retire=True)``) or once its shared work
+is done reads nobody's buffers after that: its slot is *retired* then,
+and its ranks skip departure (one lock round trip each).
 """
 from simulator.errors import CollectiveMismatchError
 
@@ -24,7 +27,7 @@ class Slot:
 
     __slots__ = ('key', 'size', 'comm_name', 'op', 'signature', 'calls',
                  'args', 'arrived', 'ready', 'result', 'departed',
-                 'members', 'stayers', 'index_of')
+                 'members', 'stayers', 'index_of', 'retired')
 
     def __init__(self, key, state, op, signature):
         self.key = key
@@ -41,6 +44,7 @@ class Slot:
         self.members = state.group
         self.stayers = []       # world ranks blocked in wait_departed
         self.index_of = None    # world rank -> comm rank, built on demand
+        self.retired = False    # complete: no departure to wait for
 
 
 def describe_signature(op, signature):
@@ -77,14 +81,15 @@ def _difference(op_a, sig_a, op_b, sig_b):
 
 
 def arrive(state, seq, op, signature, arg, record, combine=None,
-           progress=None):
+           progress=None, retire=False):
     """Leave this rank's contribution; return the slot.
 
     ``combine(args) -> result`` runs once, in the last arriving rank,
     outside the world lock. ``progress(args)`` instead runs on a progress
     thread started by the last arrival (a non-blocking collective that
     moves its data while the ranks compute); the slot is ready when it
-    returns.
+    returns. With ``retire`` no rank reads another's contribution once
+    the slot is ready: it is retired then (:func:`leave` returns at once).
     """
     world = state.world
     key = (state.ctx, seq)
@@ -104,7 +109,7 @@ def arrive(state, seq, op, signature, arg, record, combine=None,
         world.version += 1
         last = slot.arrived == slot.size
         if last and combine is None and progress is None:
-            _mark_ready(world, slot, None)
+            _mark_ready(world, slot, None, retire)
     if last and progress is not None:
         def done(error):
             if error is not None:
@@ -115,16 +120,25 @@ def arrive(state, seq, op, signature, arg, record, combine=None,
     elif last and combine is not None:
         result = combine(slot.args)
         with world.lock:
-            _mark_ready(world, slot, result)
+            _mark_ready(world, slot, result, retire)
     return slot
 
 
-def _mark_ready(world, slot, result):
+def _mark_ready(world, slot, result, retire=False):
     world.version += 1
     slot.result = result
     slot.ready = True
+    if retire:
+        _retire(world, slot)
     for member in slot.members:
         world.wake(member)
+
+
+def _retire(world, slot):
+    """Every rank arrived and nobody reads a contribution any more (lock
+    held): forget the slot now instead of counting departures."""
+    world.collectives.pop(slot.key, None)
+    slot.retired = True
 
 
 def wait_ready(state, slot, record):
@@ -156,12 +170,13 @@ def share_work(state, slot):
     reduction_order.Reduction`, made by ``combine``): its ``work()`` does
     pieces and returns True in the thread that finished the last one,
     which sets ``done`` and wakes the ranks waiting for it. Once done, no
-    rank's buffers are read any more: nobody needs to wait for departure.
+    rank's buffers are read any more: the slot is retired.
     """
     work = slot.result
     world = state.world
     if work.work():
         with world.lock:
+            _retire(world, slot)
             work.done = True
             world.version += 1
             for member in slot.members:
@@ -175,6 +190,8 @@ def share_work(state, slot):
 
 def leave(state, slot):
     """This rank is done reading the others' contributions."""
+    if slot.retired:
+        return      # set before this rank was woken (see _retire)
     world = state.world
     with world.lock:
         slot.departed += 1

@@ -508,8 +508,12 @@ class Reduction:
         self.op = op
         self.args = args
         self.outs = outs
-        self._homes = len(outs) == len(args) <= self.HOMES_MAX_RANKS and \
-            _own_outputs(args, outs)
+        # In homes mode, what every piece does, worked out once: the
+        # plan's blocks with their combinations and copies (indices into
+        # the piece's views, see _homes_program).
+        self._program = _homes_program(plan, args, outs) if \
+            len(outs) == len(args) <= self.HOMES_MAX_RANKS and \
+            _own_outputs(args, outs) else None
         count = args[0].size
         step = max(1, self.PIECE_BYTES // max(1, args[0].itemsize))
         self.pieces = [(lo, min(count, lo + step))
@@ -537,22 +541,43 @@ class Reduction:
 
     def _piece(self, lo, hi):
         outs = self.outs
-        if not self._homes:
+        program = self._program
+        if program is None:
             first = outs[0][lo:hi]
             reduce_plan_into(self.plan, self.op, self.args, first, lo, hi)
             for out in outs[1:]:
                 out[lo:hi] = first
             return
-        for start, stop, tree in self.plan:
+        combine = self.op.combine_into
+        sources = self.args + outs
+        for start, stop, steps, copies in program:
             a, b = max(lo, start), min(hi, stop)
             if a >= b:
                 continue
-            homes = [out[a:b] for out in outs]
-            value, home = _in_homes(tree, self.op,
-                                    [x[a:b] for x in self.args], homes)
-            for r, out in enumerate(homes):
-                if r != home and not _same_memory(out, value):
-                    out[...] = value
+            views = [x[a:b] for x in sources]
+            for out, left, right in steps:
+                combine(views[out], views[left], views[right])
+            for out, value in copies:
+                views[out][...] = views[value]
+
+
+def _homes_program(plan, args, outs):
+    """``[(start, stop, steps, copies)]`` for each block of ``plan``: the
+    combinations ``(out, left, right)`` that :func:`_in_homes` makes and
+    the copies ``(out, value)`` of the value to the other outputs, as
+    indices into ``args + outs`` (the same for every piece: a slice of an
+    array shares memory with the same slice of another exactly when the
+    arrays do)."""
+    size = len(args)
+    program = []
+    for start, stop, tree in plan:
+        steps = []
+        value, home = _in_homes(tree, steps, size)
+        copies = [(size + r, value) for r in range(size)
+                  if r != home and not _same_memory(
+                      outs[r], (args + outs)[value])]
+        program.append((start, stop, steps, copies))
+    return program
 
 
 def _own_outputs(args, outs):
@@ -568,20 +593,22 @@ def _own_outputs(args, outs):
     return True
 
 
-def _in_homes(tree, op, blocks, homes):
-    """``(value, home)`` of ``tree``: each combination is written into the
-    output of its left subtree's first rank (whose input it has just
-    read, and which no other subtree reads), so no scratch is needed and
-    the inputs are read once; ``home`` is None for a lone leaf (its value
+def _in_homes(tree, steps, size):
+    """``(value, home)`` of ``tree``, appending its combinations to
+    ``steps``: each combination is written into the output of its left
+    subtree's first rank (whose input it has just read, and which no
+    other subtree reads), so no scratch is needed and the inputs are read
+    once. ``value`` indexes ``args + outs`` (rank ``r``'s input is ``r``,
+    its output ``size + r``); ``home`` is None for a lone leaf (its value
     is still its input)."""
     if not isinstance(tree, tuple):
-        return blocks[tree], None
-    left_value, home = _in_homes(tree[0], op, blocks, homes)
-    right_value, _ = _in_homes(tree[1], op, blocks, homes)
+        return tree, None
+    left_value, home = _in_homes(tree[0], steps, size)
+    right_value, _ = _in_homes(tree[1], steps, size)
     if home is None:
         home = tree[0]
-    op.combine_into(homes[home], left_value, right_value)
-    return homes[home], home
+    steps.append((size + home, left_value, right_value))
+    return size + home, home
 
 
 def expected(collective, inputs, op, root=0, counts=None, in_place=False):

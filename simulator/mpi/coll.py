@@ -38,7 +38,7 @@ _SHARED_REDUCTION_BYTES = 512 * 1024
 
 
 def _start(comm, op, signature, arg, combine=None, detail=None,
-           progress=None):
+           progress=None, retire=False):
     s = comm._s
     seq = s.next_seq()
     record = CallRecord(op, s.world_rank, None, None, s.name, seq, detail,
@@ -46,7 +46,7 @@ def _start(comm, op, signature, arg, combine=None, detail=None,
     if s.world.clock is not None:
         s.world.clock.stamp(record)
     slot = coll.arrive(s, seq, op, signature, arg, record, combine,
-                       progress)
+                       progress, retire)
     return s, slot, record
 
 
@@ -67,7 +67,10 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
             arg = _snapshot(arg)
         s, slot, record = _start(comm, op, signature, arg, combine)
         return _CollectiveRequest(s, slot, record, finish, after=after)
-    s, slot, record = _start(comm, op, signature, arg, combine)
+    # Without ``finish`` the outputs are complete once the slot is ready
+    # (or there are none): nobody needs to wait for departures.
+    s, slot, record = _start(comm, op, signature, arg, combine,
+                             retire=finish is None and not stay)
     coll.wait_ready(s, slot, record)
     if s.world.clock is not None:
         s.world.clock.collective(s.world_rank, slot)
@@ -99,6 +102,21 @@ _NONBLOCKING = frozenset((
     'Iallgatherv', 'Ialltoall', 'Ialltoallv', 'Ialltoallw', 'Ireduce',
     'Ireduce_scatter', 'Ireduce_scatter_block', 'Iscan', 'Iexscan',
     'Ibcast', 'Ibarrier'))
+
+
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dtype):
+    """``str(dtype)`` for a signature, remembered for plain dtypes (NumPy
+    builds the name anew on every call; equal structured dtypes may print
+    differently, so they are not remembered)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = str(dtype)
+        if dtype.names is None:
+            _DTYPE_NAMES[dtype] = name
+    return name
 
 
 def _check_op(op, dtype=None, where=None):
@@ -423,20 +441,21 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
     op = _check_op(op, source.dtype, op_name)
     out = recv.head(source.size)
     sig = (('op', op.name), ('count', source.size),
-           ('dtype', str(source.dtype)))
+           ('dtype', _dtype_name(source.dtype)))
     size = len(s.group)
-    if op_name == 'Iallreduce':
-        plan = order.iallreduce_plan(size, source.size, source.itemsize,
-                                     send.in_place, op.commute)
-    else:
-        plan = order.allreduce_plan(size, source.size, source.itemsize,
-                                    op.commute)
 
     def reduction(args):
         # Each rank's result is written once, straight into its receive
         # buffer (no result array, no per-rank copy of one). Nobody
         # reads a range once its piece is written, so in-place buffers
-        # are safe.
+        # are safe. Only the last arrival's reduction runs: it alone
+        # works out the plan.
+        if op_name == 'Iallreduce':
+            plan = order.iallreduce_plan(size, source.size, source.itemsize,
+                                         send.in_place, op.commute)
+        else:
+            plan = order.allreduce_plan(size, source.size, source.itemsize,
+                                        op.commute)
         return order.Reduction(plan, op, [a[0] for a in args],
                                [a[1] for a in args])
     shared = source.nbytes >= _SHARED_REDUCTION_BYTES and size > 1
@@ -515,7 +534,7 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
         return tmp
 
     sig = (('op', op.name), ('counts', tuple(counts)),
-           ('dtype', str(source.dtype)))
+           ('dtype', _dtype_name(source.dtype)))
     def after(tmp):
         # Written only after everyone left: with IN_PLACE our buffer was
         # input.
@@ -559,7 +578,7 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
         return order.Reduction(plan, op, sources, [args[root][1]])
 
     sig = (('op', op.name), ('root', root), ('count', source.size),
-           ('dtype', str(source.dtype)))
+           ('dtype', _dtype_name(source.dtype)))
     shared = name == 'Reduce' and len(s.group) > 1 and \
         source.nbytes >= _SHARED_REDUCTION_BYTES
     return _run_reduction(self, name, sig, (source, out), reduction, shared)

@@ -315,6 +315,35 @@ def test_big_iallreduce_progresses_while_ranks_compute():
 
 
 @pytest.mark.simulator_only(UNSAFE)
+def test_complete_collectives_are_retired_before_their_ranks_leave(
+        monkeypatch):
+    # A Barrier, an Allreduce the last arrival reduces alone and one
+    # whose pieces the ranks share read nobody's buffers once complete:
+    # their slot is forgotten then, and no rank counts its departure.
+    from simulator.engine import collectives
+    seen = []
+    real_leave = collectives.leave
+
+    def leave(state, slot):
+        with state.world.lock:
+            seen.append((slot.op, slot.retired,
+                         slot.key in state.world.collectives))
+        real_leave(state, slot)
+    monkeypatch.setattr(collectives, 'leave', leave)
+
+    def body(comm):
+        small = np.full(2, comm.Get_rank() + 1.0)
+        big = np.full(1 << 17, comm.Get_rank() + 1.0)     # 1 MiB
+        comm.Barrier()
+        comm.Allreduce(MPI.IN_PLACE, small)
+        comm.Allreduce(MPI.IN_PLACE, big)
+        return small[0], big[0], big[-1]
+    assert simulator.run(body, 4) == [(10.0, 10.0, 10.0)] * 4
+    assert sorted(seen) == sorted(
+        [('Barrier', True, False)] * 4 + [('Allreduce', True, False)] * 8)
+
+
+@pytest.mark.simulator_only(UNSAFE)
 def test_deadlock_behind_a_progress_thread_is_still_reported():
     # Rank 1 waits for a message nobody sends while the others' big
     # Iallreduce completes in the background: reported, not hung.
