@@ -68,12 +68,14 @@ _WINDOW = 9
 
 
 def _site(frame):
-    """Where an event happens: the code and line of ``frame`` and its
-    callers (code objects by identity: hashing one hashes its body)."""
+    """Where an event happens: the code and instruction of ``frame`` and
+    its callers (code objects by identity: hashing one hashes its body;
+    the instruction offset, not the line: a line is searched for in the
+    code's table)."""
     out = []
     while frame is not None and len(out) < 2 * _SITE_DEPTH:
         out.append(id(frame.f_code))
-        out.append(frame.f_lineno)
+        out.append(frame.f_lasti)
         frame = frame.f_back
     return tuple(out)
 
