@@ -1,7 +1,7 @@
 """Virtual time's predictions beside mpiexec measurements, in one run.
 
     python benchmarks/bench_prediction.py [--machine FILE] [--repeat N]
-        [--quiet-below LOAD --quiet-wait S]
+        [--quiet-below LOAD --quiet-wait S] [--compute-estimate median|raw]
 
 Calibrates this machine first (``python -m simulator.calibrate``) unless
 ``--machine`` names a description, then for each case runs, in turns,
@@ -25,6 +25,8 @@ Figures are medians over ``--repeat`` runs; the load average is printed
 with them, since a shared machine's measurements move with it.
 ``--quiet-below LOAD`` waits (at most ``--quiet-wait`` seconds in all)
 before each real run until the 1-minute load average is below LOAD.
+``--compute-estimate`` is passed to the simulator (how it charges
+compute; its default, ``median``, unless given).
 """
 import argparse
 import json
@@ -39,6 +41,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+from simulator.engine.clock import ESTIMATES  # noqa: E402
 
 __all__ = ['main']
 
@@ -134,7 +138,13 @@ def main(argv=None):
     parser.add_argument('--quiet-wait', type=float, default=600,
                         metavar='S', help='wait at most S seconds in all '
                         'for a quiet machine (default 600)')
+    parser.add_argument('--compute-estimate', choices=ESTIMATES,
+                        default=None, help='how the simulator charges '
+                        'compute (default: the simulator\'s, {})'.format(
+                            ESTIMATES[0]))
     options = parser.parse_args(argv)
+    estimate = [] if options.compute_estimate is None else [
+        '--compute-estimate', options.compute_estimate]
     if options.repeat < 1:
         parser.error('--repeat must be at least 1, got {}'.format(
             options.repeat))
@@ -162,7 +172,7 @@ def main(argv=None):
                 busy.append(cpu / (2 * wall))
                 out, wall, _ = _run([sys.executable, '-m', 'simulator',
                                      '-n', '2', '--machine', machine] +
-                                    script)
+                                    estimate + script)
                 predicted.append(out)
                 sim_virtual.append(wall)
                 _, wall, _ = _run([sys.executable, '-m', 'simulator', '-n',
@@ -177,7 +187,9 @@ def main(argv=None):
                      statistics.median(busy),
                      statistics.median(sim_virtual) /
                      statistics.median(sim_plain) - 1))
-    print('\nload average {:.1f} before, {:.1f} after (2 cores){}'.format(
+    print('\ncompute estimate: {}'.format(options.compute_estimate or
+                                          ESTIMATES[0]))
+    print('load average {:.1f} before, {:.1f} after (2 cores){}'.format(
         load_before, os.getloadavg()[0], '' if options.quiet_below is None
         else '; waited {:.0f} s for load < {}{}'.format(
             quiet.waited, options.quiet_below,
