@@ -94,7 +94,8 @@ class _DoubleBufferingOptimizer(_Wrapper):
     binds them to the params as the grads to apply, so the arrays in
     flight are never the ones a backward (or ``zerograds``) writes into.
     The first step after a broadcast only starts a reduction; gradients
-    that are None are reduced as zeros.
+    that are None are reduced as zeros. Device (CuPy) grads stay on their
+    device: NCCL reduces them there, an MPI strategy through the host.
     """
 
     def __init__(self, actual_optimizer, communicator, zero_fill):
@@ -117,7 +118,7 @@ class _DoubleBufferingOptimizer(_Wrapper):
             self._own('_signature', signature)
             self.communicator.bcast_data(target)
             return
-        params = _host_params(target, self.communicator.rank)
+        params = _initialised_params(target)
         previous = self.wait()
         start = self._prepare(params)
         if previous is not None:
@@ -295,36 +296,25 @@ def _check_missing_agree(comm, params, missing):
             enumerate(table))))
 
 
-def _host_params(target, rank):
-    """The initialised params in name order; double buffering averages
-    host (NumPy) arrays only, anything else is refused by name."""
-    params = []
-    for name, p in sorted(target.namedparams()):
-        if p.data is None:
-            continue
-        if not isinstance(p.data, numpy.ndarray):
-            raise TypeError(
-                'double_buffering (rank {}): parameter {} is a {} array; '
-                "chainermn_lite's double buffering averages NumPy arrays "
-                'only (use double_buffering=False for device arrays)'
-                .format(rank, name, type(p.data).__module__.split('.')[0]))
-        params.append(p)
-    return params
+def _initialised_params(target):
+    """The initialised params in name order (host or device arrays: the
+    communicator stages device arrays through the host for MPI)."""
+    return [p for _, p in sorted(target.namedparams()) if p.data is not None]
 
 
 def _reducible_grad(param):
     """The array to average in place for ``param``: its grad itself when
-    MPI can sum it where it lies, else a float32/64 C-contiguous copy
-    (float16, non-contiguous), zeros for a None grad."""
+    it can be summed where it lies, else a float32/64 C-contiguous copy
+    (float16, non-contiguous), zeros for a None grad; on the param's own
+    device."""
     grad = param.grad
+    xp = chainer.backend.get_array_module(param.data)
     if grad is None:
-        return numpy.zeros(param.data.shape,
-                           numpy.result_type(numpy.float32,
-                                             param.data.dtype))
-    grad = numpy.asarray(grad)
+        return xp.zeros(param.data.shape,
+                        numpy.result_type(numpy.float32, param.data.dtype))
     if grad.dtype == numpy.float16:
         return grad.astype(numpy.float32)
-    return numpy.ascontiguousarray(grad)
+    return xp.ascontiguousarray(grad)
 
 
 def _mean_in_background(thread_comm, grads, errors):

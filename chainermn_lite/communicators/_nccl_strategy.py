@@ -56,6 +56,7 @@ class PureNccl(_strategies.GradientStrategy):
     """The pure_nccl gradient strategy (state: NCCL comm, pack buffers)."""
 
     configs = types.MappingProxyType({'allreduce_grad_dtype': None})
+    device_arrays = True
 
     def __init__(self, mpi_comm):
         super().__init__(mpi_comm)

@@ -96,6 +96,10 @@ class GradientStrategy:
     """
 
     configs = types.MappingProxyType({})
+    # MPI reads host memory only: device arrays come staged through the
+    # host (see _host_staging); a strategy that takes them as they lie
+    # (NCCL) says so here.
+    device_arrays = False
     # Grads of this many bytes or more are reduced where they lie.
     direct_min_bytes = DIRECT_MIN_BYTES
 

@@ -17,6 +17,7 @@ from chainermn_lite import _mpi
 from chainermn_lite import _packing
 from chainermn_lite import _wire
 from chainermn_lite.communicators import _grads
+from chainermn_lite.communicators import _host_staging
 from chainermn_lite.communicators import _object_collectives as objects
 from chainermn_lite.communicators import _p2p
 from chainermn_lite.communicators import _strategies
@@ -400,7 +401,8 @@ class MpiCommunicator(CommunicatorBase):
             self._strategy.bcast_arrays(self._context, arrays, max_buf_len,
                                         joined=arena.flats())
         else:
-            self._strategy.bcast_arrays(self._context, arrays, max_buf_len)
+            _host_staging.bcast_arrays(self._strategy, self._context, arrays,
+                                       max_buf_len)
             arena.settle(params, arrays)
 
     def multi_node_mean_grad(self, model, zero_fill=False):
@@ -413,7 +415,7 @@ class MpiCommunicator(CommunicatorBase):
         if in_arenas:
             self._strategy.mean_grad(self._context, arena.flats())
         elif grads:
-            self._strategy.mean_grad(self._context, grads)
+            _host_staging.mean_grad(self._strategy, self._context, grads)
             arena.settle(params, grads)
         if chainer.is_debug():
             self._check_finite_grads(model)
@@ -422,12 +424,13 @@ class MpiCommunicator(CommunicatorBase):
         """Replace each array by its mean over the ranks, in place, with
         this communicator's gradient strategy (the double-buffering helper
         thread's call: no model, no agreement check)."""
-        self._strategy.mean_grad(self._context, arrays)
+        _host_staging.mean_grad(self._strategy, self._context, arrays)
 
     def _mean_bucket(self, arrays):
         """The means of ``arrays`` (one ``overlap`` bucket), maybe as new
         arrays: the strategy's ``mean_bucket``."""
-        return self._strategy.mean_bucket(self._context, arrays)
+        return _host_staging.mean_bucket(self._strategy, self._context,
+                                         arrays)
 
     def _check_finite_grads(self, model):
         # ChainerMN's debug-mode check; every rank sees the same means, so

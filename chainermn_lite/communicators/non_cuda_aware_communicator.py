@@ -13,3 +13,12 @@ class NonCudaAwareCommunicator(MpiCommunicatorBase):
 
     strategy_factory = _strategies.NonCudaAware
     communicator_name = 'non_cuda_aware'
+
+    # ChainerMN's reduces inside a node with NCCL; this one reduces through
+    # host MPI only (device arrays staged, see _host_staging), so it never
+    # holds an NCCL communicator.
+    intra_nccl_comm = None
+
+    def _init_comms(self):
+        """ChainerMN creates its intra-node NCCL communicator here; this
+        communicator has none to create."""

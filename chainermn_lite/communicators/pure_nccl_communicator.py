@@ -33,13 +33,25 @@ class PureNcclCommunicator(MpiCommunicatorBase):
     def nccl_comm(self):
         """The NCCL communicator, None before the first use and after
         ``finalize``."""
+        if self._nccl_comm_deleted:
+            raise AttributeError("'{}' object has no attribute 'nccl_comm' "
+                                 '(deleted)'.format(type(self).__name__))
         return self._strategy.nccl_comm
 
     @nccl_comm.setter
     def nccl_comm(self, value):
         # ChainerMN's tests wrap it (mock.patch.object) to see the dtype
         # that reaches allReduce.
+        self._nccl_comm_deleted = False
         self._strategy.nccl_comm = value
+
+    @nccl_comm.deleter
+    def nccl_comm(self):
+        # ChainerMN's is a plain attribute: mock.patch.object deletes it on
+        # exit and sets the original back once reading it fails.
+        self._nccl_comm_deleted = True
+
+    _nccl_comm_deleted = False
 
     def _init_comms(self):
         self._strategy.init_comm(self._context)

@@ -218,27 +218,6 @@ def test_double_buffering_needs_thread_multiple(monkeypatch):
         optimizers._require_thread_multiple(comm)
 
 
-def test_double_buffering_refuses_device_arrays_by_name():
-    # One process: the check runs before any communication. A CuPy array
-    # is stood in for by an object that is not a NumPy array.
-    from types import SimpleNamespace
-
-    from chainermn_lite import optimizers
-
-    class DeviceArray:
-        pass
-
-    class Target:
-        def namedparams(self):
-            return [('/l/W', SimpleNamespace(data=DeviceArray())),
-                    ('/l/b', SimpleNamespace(data=np.zeros(2)))]
-    with pytest.raises(TypeError) as info:
-        optimizers._host_params(Target(), rank=3)
-    text = str(info.value)
-    assert 'rank 3' in text and '/l/W' in text
-    assert 'double_buffering=False' in text
-
-
 # -- overlap=True: gradient means started during backward ------------------
 OVERLAP_NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware', 'dummy')
 

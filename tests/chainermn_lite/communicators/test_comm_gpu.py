@@ -1,0 +1,161 @@
+"""Device (CuPy) arrays through every communicator, on a GPU.
+
+Every test here needs CuPy and a GPU and skips, saying so, without them
+(CI has none; they run on a lent GPU machine: README, "GPU"). Both worlds,
+one file: under mpiexec rank r uses GPU ``r % count``; on the simulator the
+rank threads share GPU 0. The MPI strategies stage device arrays through
+the host (``_host_staging``), so ranks may share a GPU, and their means
+are bit for bit the host run's. ``pure_nccl`` needs a GPU per rank (NCCL
+refuses two ranks of one communicator on one device) and real NCCL
+(``simulator.nccl`` reads host memory only): it runs under mpiexec with
+enough GPUs and skips otherwise, naming why.
+"""
+import chainer
+import chainer.links as L
+import numpy as np
+import pytest
+
+import chainermn_lite
+
+MPI_NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware')
+
+
+def _gpu_count():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no CuPy, no driver, no device: no GPU here
+        return 0
+
+
+pytestmark = pytest.mark.skipif(
+    _gpu_count() == 0, reason='needs CuPy and a GPU; this machine has none')
+
+
+def _device(comm):
+    device = chainer.get_device('@cupy:{}'.format(comm.rank % _gpu_count()))
+    device.use()
+    return device
+
+
+def _skip_unless_nccl_fits(comm, simulated, name):
+    if name != 'pure_nccl':
+        return
+    if simulated:
+        pytest.skip('simulator.nccl reduces host memory; device arrays '
+                    'need real NCCL (mpiexec)')
+    if comm.size > _gpu_count():
+        pytest.skip('NCCL needs a GPU per rank: {} ranks, {} GPUs'.format(
+            comm.size, _gpu_count()))
+
+
+class _Model(chainer.Chain):
+    """Small and big params (packed, and reduced where they lie), one of
+    them float16."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.a = L.Linear(3, 4)
+            self.b = L.Linear(600, 500)
+            self.c = L.Linear(5, 7)
+        self.c.W.data = self.c.W.data.astype(np.float16)
+
+
+def _fill_grads(model, rank):
+    for i, (_, p) in enumerate(sorted(model.namedparams())):
+        rs = np.random.RandomState(rank * 31 + i)
+        p.grad = rs.uniform(-2, 2, size=p.shape).astype(p.dtype)
+
+
+def _arrays(model, attr):
+    return [chainer.backends.cuda.to_cpu(getattr(p, attr))
+            for _, p in sorted(model.namedparams())]
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+@pytest.mark.parametrize('communicator_name', MPI_NAMES + ('pure_nccl',))
+def test_mean_grad_of_device_arrays(mpi_comm, simulated, communicator_name,
+                                    make_communicator):
+    comm = make_communicator(mpi_comm)
+    _skip_unless_nccl_fits(comm, simulated, communicator_name)
+    device = _device(comm)
+    host, gpu = _Model(), _Model()
+    _fill_grads(host, comm.rank)
+    _fill_grads(gpu, comm.rank)
+    gpu.to_device(device)
+    comm.multi_node_mean_grad(gpu)
+    assert all(isinstance(p.grad, device.xp.ndarray) and
+               p.grad.device.id == device.device.id
+               for _, p in gpu.namedparams())
+    got = _arrays(gpu, 'grad')
+    if communicator_name == 'pure_nccl':
+        expect = [np.mean([np.random.RandomState(r * 31 + i).uniform(
+            -2, 2, size=g.shape).astype(g.dtype).astype(np.float64)
+            for r in range(comm.size)], axis=0) for i, g in enumerate(got)]
+        for g, e in zip(got, expect):
+            np.testing.assert_allclose(g, e, rtol=3e-3, atol=3e-3)
+    else:
+        # Staged through the host: the host run's arithmetic, same bits.
+        comm.multi_node_mean_grad(host)
+        for g, h in zip(got, _arrays(host, 'grad')):
+            assert g.dtype == h.dtype
+            np.testing.assert_array_equal(g, h)
+    comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+@pytest.mark.parametrize('communicator_name', MPI_NAMES + ('pure_nccl',))
+def test_bcast_data_of_device_arrays(mpi_comm, simulated, communicator_name,
+                                     make_communicator):
+    comm = make_communicator(mpi_comm)
+    _skip_unless_nccl_fits(comm, simulated, communicator_name)
+    device = _device(comm)
+    models = []
+    for seed in (comm.rank, 0):
+        model = _Model()
+        for i, (_, p) in enumerate(sorted(model.namedparams())):
+            p.data[...] = np.random.RandomState(seed * 7 + i).uniform(
+                -1, 1, p.shape)
+        models.append(model)
+    model, rank0 = models
+    model.to_device(device)
+    comm.bcast_data(model)
+    assert all(isinstance(p.data, device.xp.ndarray)
+               for _, p in model.namedparams())
+    for got, expect in zip(_arrays(model, 'data'), _arrays(rank0, 'data')):
+        np.testing.assert_array_equal(got, expect)
+    comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+@pytest.mark.parametrize('communicator_name', ('flat', 'pure_nccl'))
+@pytest.mark.parametrize('double_buffering', (False, True))
+def test_optimizer_steps_on_device(mpi_comm, simulated, communicator_name,
+                                   double_buffering, make_communicator):
+    comm = make_communicator(mpi_comm)
+    _skip_unless_nccl_fits(comm, simulated, communicator_name)
+    device = _device(comm)
+    model = L.Classifier(L.Linear(20, 5))
+    model.to_device(device)
+    optimizer = chainermn_lite.create_multi_node_optimizer(
+        chainer.optimizers.SGD(lr=0.1), comm,
+        double_buffering=double_buffering)
+    optimizer.setup(model)
+    comm.bcast_data(model)
+    before = _arrays(model, 'data')
+    rs = np.random.RandomState(comm.rank)
+    x = device.send(rs.randn(8, 20).astype(np.float32))
+    t = device.send((np.arange(8) % 5).astype(np.int32))
+    for _ in range(3):
+        optimizer.update(model, x, t)
+    if double_buffering:
+        optimizer.wait()
+    after = _arrays(model, 'data')
+    assert any((a != b).any() for a, b in zip(after, before))
+    # Every rank applied the same mean gradients: the same parameters.
+    table = comm.allgather_obj(after)
+    for theirs in table:
+        for a, b in zip(theirs, after):
+            np.testing.assert_array_equal(a, b)
+    comm.finalize()
