@@ -30,6 +30,7 @@ import struct
 
 import numpy
 
+from chainermn_lite import _device
 from chainermn_lite import _mpi
 
 __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
@@ -37,8 +38,8 @@ __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
            'allgather_descriptors', 'nbytes_of', 'byte_view', 'align',
            'offsets', 'check_count', 'arrays_at', 'FRAME_BYTES',
            'HEADER_WORDS', 'HEADER', 'KIND_ARRAY', 'KIND_TUPLE',
-           'KIND_OBJECT', 'KIND_LAYOUT', 'KIND_NAMES', 'INLINE', 'DETACHED',
-           'SEPARATE',
+           'KIND_OBJECT', 'KIND_LAYOUT', 'KIND_DEVICE', 'KIND_NAMES',
+           'INLINE', 'DETACHED', 'SEPARATE',
            'frame_head', 'frame_mode', 'check_peer', 'check_not_self',
            'check_root', 'check_tag']
 
@@ -51,11 +52,14 @@ _DTYPE_CHARS = '?bBhHiIlLqQefdgFDG'
 
 
 def as_sendable(x, what):
-    """``x`` as a C-contiguous native-order ndarray, or TypeError."""
+    """``x`` as a C-contiguous native-order NumPy array (a host copy of a
+    device array), or TypeError."""
     if not hasattr(x, 'dtype') or not hasattr(x, 'shape'):
         raise TypeError('{}: expected an array, got {}'.format(
             what, type(x).__name__))
     _mpi.check_movable_dtype(x.dtype, what)
+    if _device.is_device_array(x):
+        x = _device.to_host(x)
     if not x.dtype.isnative:
         x = x.astype(x.dtype.newbyteorder('='))
     if not x.flags.c_contiguous:
@@ -188,8 +192,13 @@ KIND_ARRAY, KIND_TUPLE, KIND_OBJECT = 1, 2, 3
 # its (peer, tag): the same layout next time is a bare message, told from a
 # frame by its size alone (frames never exceed FRAME_BYTES).
 KIND_LAYOUT = 4
+# Or-ed into KIND_ARRAY / KIND_TUPLE: the sender's arrays were on a GPU
+# (sent from a host copy); the receiver puts them on its current device.
+KIND_DEVICE = 8
 KIND_NAMES = {KIND_ARRAY: 'an array', KIND_TUPLE: 'a tuple of arrays',
-              KIND_OBJECT: 'a Python object', KIND_LAYOUT: 'an array'}
+              KIND_OBJECT: 'a Python object', KIND_LAYOUT: 'an array',
+              KIND_ARRAY | KIND_DEVICE: 'an array',
+              KIND_TUPLE | KIND_DEVICE: 'a tuple of arrays'}
 DETACHED, INLINE, SEPARATE = 0, 1, 2
 
 

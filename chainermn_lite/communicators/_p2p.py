@@ -40,7 +40,9 @@ from chainermn_lite._wire import FRAME_BYTES
 from chainermn_lite._wire import HEADER
 from chainermn_lite._wire import HEADER_WORDS
 from chainermn_lite._wire import INLINE
+from chainermn_lite import _device
 from chainermn_lite._wire import KIND_ARRAY
+from chainermn_lite._wire import KIND_DEVICE
 from chainermn_lite._wire import KIND_LAYOUT
 from chainermn_lite._wire import KIND_OBJECT
 from chainermn_lite._wire import KIND_TUPLE
@@ -53,7 +55,8 @@ __all__ = ['FrameChannel']
 # Python instead of rebuilding and re-parsing the same words every time.
 # Also the number of (peer, tag) whose big-array layout a sender remembers.
 _CACHE_LIMIT = 256
-_ARRAY_KINDS = (KIND_ARRAY, KIND_TUPLE, KIND_LAYOUT)
+_ARRAY_KINDS = (KIND_ARRAY, KIND_TUPLE, KIND_LAYOUT, KIND_ARRAY | KIND_DEVICE,
+                KIND_TUPLE | KIND_DEVICE)
 # A frame's header and descriptor words as one tuple, by descriptor length:
 # the key of a small array's cached layout costs one unpack.
 _HEADS = [struct.Struct('={}q'.format(HEADER_WORDS + n))
@@ -108,9 +111,11 @@ class FrameChannel:
         self._any_tag = module.ANY_TAG
 
     # -- sending ---------------------------------------------------------
-    def send_arrays(self, arrays, is_tuple, dest, tag):
-        """Send arrays (already contiguous) as one message."""
-        if not is_tuple and len(arrays) == 1:
+    def send_arrays(self, arrays, is_tuple, dest, tag, from_device=False):
+        """Send arrays (contiguous, on the host) as one message;
+        ``from_device``: they are host copies of device arrays, which the
+        receiver gets on its current device."""
+        if not is_tuple and len(arrays) == 1 and not from_device:
             x = arrays[0]
             if x.nbytes > FRAME_BYTES:
                 if self._send_big(x, dest, tag):
@@ -122,6 +127,8 @@ class FrameChannel:
             descriptor += _wire.describe(x)
         payload = [_wire.byte_view(x) for x in arrays]
         kind = KIND_TUPLE if is_tuple else KIND_ARRAY
+        if from_device:
+            kind |= KIND_DEVICE
         self._send(kind, descriptor, payload, dest, tag)
 
     def plain_send(self, size, rank, other):
@@ -384,6 +391,9 @@ class FrameChannel:
             self._fill(view, mode, offset, source, tag)
             offset += view.size
             arrays.append(x)
+        if kind & KIND_DEVICE:
+            arrays = [_device.to_current_device(x) for x in arrays]
+            kind ^= KIND_DEVICE
         if kind == KIND_TUPLE:
             return tuple(arrays)
         if kind == KIND_LAYOUT:

@@ -13,6 +13,7 @@ import weakref
 import chainer
 import numpy
 
+from chainermn_lite import _device
 from chainermn_lite import _mpi
 from chainermn_lite import _packing
 from chainermn_lite import _wire
@@ -164,17 +165,20 @@ class MpiCommunicator(CommunicatorBase):
                                 allow_self=True)
         tag = _wire.check_tag(tag, 'send', self._rank)
         is_tuple = isinstance(data, (tuple, list))
+        from_device = False
         if not is_tuple and _wire.is_plain_sendable(data):
             arrays = (data,)      # the common case, without building texts
         else:
             arrays = data if is_tuple else (data,)
+            from_device = any(_device.is_device_array(x) for x in arrays)
             arrays = [_wire.as_sendable(x, 'send (rank {} to {})'.format(
                 self._rank, dest)) for x in arrays]
         _wire.check_not_self(dest, self._rank, 'send')
-        self._p2p.send_arrays(arrays, is_tuple, dest, tag)
+        self._p2p.send_arrays(arrays, is_tuple, dest, tag, from_device)
 
     def recv(self, source, tag):
-        """recv(source, tag): the array (or tuple of arrays) sent."""
+        """recv(source, tag): the array (or tuple of arrays) sent; arrays
+        sent from a GPU arrive on the current device (as in ChainerMN)."""
         source = _wire.check_peer(source, self._size, self._rank, 'recv',
                                   wildcard=self._module.ANY_SOURCE)
         tag = _wire.check_tag(tag, 'recv', self._rank,
@@ -285,16 +289,17 @@ class MpiCommunicator(CommunicatorBase):
         buf = numpy.empty(total, dtype=numpy.uint8)
         self.mpi_comm.Gatherv(_wire.byte_view(x),
                               [buf, (counts, displs)], root=root)
-        return _wire.arrays_at(buf, descs, displs)
+        return _device.like(data, _wire.arrays_at(buf, descs, displs))
 
-    def allgather(self, x):
-        """allgather(x): tuple of every rank's array on every rank."""
-        x = _wire.as_sendable(x, 'allgather (rank {})'.format(self._rank))
+    def allgather(self, data):
+        """allgather(x): tuple of every rank's array on every rank (on the
+        current device when ``x`` is a device array)."""
+        x = _wire.as_sendable(data, 'allgather (rank {})'.format(self._rank))
         descs = self._descriptors(x)
         counts, displs, total = self._v_layout(descs, 'allgather')
         buf = numpy.empty(total, dtype=numpy.uint8)
         self.mpi_comm.Allgatherv(_wire.byte_view(x), [buf, (counts, displs)])
-        return _wire.arrays_at(buf, descs, displs)
+        return _device.like(data, _wire.arrays_at(buf, descs, displs))
 
     def scatter(self, xs, root=0):
         """scatter(xs, root=0): rank i gets xs[i] (a tuple of arrays, or
@@ -332,7 +337,8 @@ class MpiCommunicator(CommunicatorBase):
         rcounts, rdispls, total = self._v_layout(descs, what)
         rbuf = numpy.empty(total, dtype=numpy.uint8)
         self.mpi_comm.Alltoallv(sendspec, [rbuf, (rcounts, rdispls)])
-        return _wire.arrays_at(rbuf, descs, rdispls)
+        return _device.like(xs[0] if len(xs) else None,
+                            _wire.arrays_at(rbuf, descs, rdispls))
 
     def allreduce(self, data):
         """allreduce(data): elementwise sum of every rank's array.
@@ -354,7 +360,7 @@ class MpiCommunicator(CommunicatorBase):
         send = x.astype(wire, copy=False)
         out = numpy.empty(x.shape, dtype=wire)
         self.mpi_comm.Allreduce(send, out, op=self._module.SUM)
-        return out.astype(x.dtype, copy=False)
+        return _device.like(data, out.astype(x.dtype, copy=False))
 
     # -- object collectives ----------------------------------------------
     def _max_buf_len(self, max_buf_len):

@@ -12,6 +12,7 @@ one message per array, received into a fresh array, as a hand-written
 mpi4py program would. Other communicators get their ``send`` / ``recv``.
 """
 import chainer
+import numpy
 from chainer import backend
 
 from chainermn_lite.functions import _wire
@@ -51,6 +52,9 @@ class Send(chainer.FunctionNode):
                                _wire.backward_tag(self.tag))
         else:
             grads = self._recv_checked(specs)
+        if self._xp is not numpy:
+            # MPI moved them through host memory: back to the device.
+            grads = [self._xp.asarray(g) for g in grads]
         n = len(specs)
         # The dummy input (index n, if any) only makes backward reach this
         # node; it needs no gradient.

@@ -159,3 +159,89 @@ def test_optimizer_steps_on_device(mpi_comm, simulated, communicator_name,
         for a, b in zip(theirs, after):
             np.testing.assert_array_equal(a, b)
     comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_send_recv_of_device_arrays_arrive_on_the_device(
+        mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
+    device = _device(comm)
+    xp = device.xp
+    small = xp.arange(12, dtype=xp.float32).reshape(3, 4)
+    big = xp.linspace(0, 1, 300000).astype(xp.float32)  # > one frame
+    pair = (xp.ones(5, xp.float16), xp.arange(6, dtype=xp.int64))
+    if comm.rank == 0:
+        for _ in range(2):       # a repeated big array stays framed
+            comm.send(big, 1, 3)
+        comm.send(small, 1, 1)
+        comm.send(pair, 1, 2)
+        comm.send(chainer.backends.cuda.to_cpu(small), 1, 4)
+    else:
+        for _ in range(2):
+            got = comm.recv(0, 3)
+            assert isinstance(got, xp.ndarray)
+            np.testing.assert_array_equal(got.get(), big.get())
+        got = comm.recv(0, 1)
+        assert isinstance(got, xp.ndarray)
+        assert got.device.id == device.device.id
+        np.testing.assert_array_equal(got.get(), small.get())
+        got = comm.recv(0, 2)
+        assert type(got) is tuple and all(
+            isinstance(g, xp.ndarray) for g in got)
+        for g, e in zip(got, pair):
+            assert g.dtype == e.dtype
+            np.testing.assert_array_equal(g.get(), e.get())
+        # What was sent from the host arrives on the host.
+        assert type(comm.recv(0, 4)) is np.ndarray
+    comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_array_collectives_answer_on_the_device(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'flat')
+    device = _device(comm)
+    xp = device.xp
+    x = xp.full((2, 3), comm.rank + 1, dtype=xp.float32)
+    total = comm.allreduce(x)
+    assert isinstance(total, xp.ndarray)
+    np.testing.assert_array_equal(
+        total.get(), np.full((2, 3), sum(range(1, comm.size + 1))))
+    gathered = comm.allgather(x)
+    assert all(isinstance(g, xp.ndarray) for g in gathered)
+    assert [float(g[0, 0]) for g in gathered] == [
+        r + 1.0 for r in range(comm.size)]
+    mixed = comm.alltoall(tuple(x + r for r in range(comm.size)))
+    assert all(isinstance(g, xp.ndarray) for g in mixed)
+    comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_model_parallel_step_on_the_device(mpi_comm, make_communicator):
+    # functions.send/recv forward and backward with CuPy arrays: the same
+    # gradients as the host run of the same graph.
+    from chainermn_lite import functions
+    comm = make_communicator(mpi_comm, 'flat')
+    device = _device(comm)
+    results = []
+    for run_on in (None, device):
+        rs = np.random.RandomState(5)
+        data = rs.uniform(-1, 1, (4, 6)).astype(np.float32)
+        w = rs.uniform(-1, 1, (6, 6)).astype(np.float32)
+        if run_on is not None:
+            data, w = run_on.send(data), run_on.send(w)
+        if comm.rank == 0:
+            x = chainer.Variable(data)
+            phi = functions.send(x * 2, comm, rank=1)
+            y = functions.recv(comm, rank=1, delegate_variable=phi)
+            chainer.functions.sum(y * y).backward()
+            results.append(x.grad)
+        else:
+            h = functions.recv(comm, rank=0)
+            phi = functions.send(chainer.functions.matmul(h, w), comm,
+                                 rank=0)
+            phi.backward()
+    if comm.rank == 0:
+        host, gpu = results
+        assert isinstance(gpu, device.xp.ndarray)
+        np.testing.assert_allclose(gpu.get(), host, rtol=1e-5, atol=1e-5)
+    comm.finalize()
