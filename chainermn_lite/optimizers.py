@@ -104,7 +104,9 @@ class _DoubleBufferingOptimizer(_Wrapper):
         self._own('zero_fill', zero_fill)
         self._own('_signature', None)
         self._own('_pending', None)
+        self._own('_done', None)
         self._own('_thread_comm', None)
+        self._own('_communicated', None)
 
     def update(self, lossfun=None, *args, **kwds):
         """update(lossfun=None, *args, **kwds): apply the mean grads of the
@@ -115,11 +117,14 @@ class _DoubleBufferingOptimizer(_Wrapper):
         signature = _param_signature(target)
         if signature != self._signature:
             self.wait()
+            self._own('_done', None)
+            self._own('_communicated', None)
             self._own('_signature', signature)
             self.communicator.bcast_data(target)
             return
         params = _initialised_params(target)
         previous = self.wait()
+        self._own('_done', None)
         start = self._prepare(params)
         if previous is not None:
             self._apply(params, previous)
@@ -150,22 +155,40 @@ class _DoubleBufferingOptimizer(_Wrapper):
                 args=(self._thread_comm, grads, errors), daemon=True,
                 name='chainermn_lite-double-buffering')
             waiter.start()
-            self._own('_pending', (errors, waiter, grads))
+            self._own('_pending', (errors, waiter, grads, params))
             return grads
         return start
 
     def wait(self):
         """wait(): finish the reduction in flight; the mean grads (one
-        array per param), or None when nothing was in flight."""
+        array per param) that the next ``update`` applies, or None when
+        no reduction was started since the last ``update``."""
         pending = self._pending
-        if pending is None:
-            return None
-        self._own('_pending', None)
-        errors, waiter, grads = pending
-        waiter.join()
-        if errors:              # the helper thread's exception
-            raise errors[0]
-        return grads
+        if pending is not None:
+            self._own('_pending', None)
+            errors, waiter, grads, params = pending
+            waiter.join()
+            if errors:          # the helper thread's exception
+                raise errors[0]
+            self._own('_done', grads)
+            for q, grad in zip(self._communicated_params(params), grads):
+                q.grad = grad if grad.dtype == q.dtype else \
+                    grad.astype(q.dtype)
+        return self._done
+
+    @property
+    def communicated_target(self):
+        """ChainerMN's: a copy of the target (sharing its parameter data)
+        whose params' grads are the means of the last finished reduction
+        (set by ``wait()``, which ``update`` calls)."""
+        if self._communicated is None:
+            self._own('_communicated', self.target.copy(mode='share'))
+        return self._communicated
+
+    def _communicated_params(self, params):
+        names = {id(p): name for name, p in self.target.namedparams()}
+        by_name = dict(self.communicated_target.namedparams())
+        return [by_name[names[id(p)]] for p in params]
 
     def _apply(self, params, grads):
         for p, grad in zip(params, grads):

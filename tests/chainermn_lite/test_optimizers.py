@@ -143,7 +143,7 @@ def test_double_buffering_reduction_progresses_without_mpi_calls(
     for p in model.params():
         p.grad = np.full_like(p.array, comm.rank + 1.0)
     opt.update()                         # starts the first reduction
-    _, waiter, grads = opt._pending
+    _, waiter, grads, _ = opt._pending
     deadline = time.monotonic() + 30
     while waiter.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)                 # "compute": no MPI call here
@@ -200,6 +200,43 @@ def test_double_buffering_with_grads_written_in_place(
                                    err_msg=name)
         assert p.array.dtype == (np.float16 if name == 'h' else np.float32)
     np.testing.assert_array_equal(model.unused.array, 1.0)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+@pytest.mark.parametrize('communicator_name', ['naive', 'flat'])
+def test_double_buffering_communicated_target_and_wait(
+        mpi_comm, make_communicator):
+    # ChainerMN's flow: wait() between updates finishes the reduction
+    # without consuming it (the next update still applies it), and
+    # communicated_target's grads are the arrays of that reduction.
+    comm = make_communicator(mpi_comm)
+    model = chainer.Sequential(L.Linear(2, 3), L.Linear(3, 4))
+    opt = chainermn_lite.create_multi_node_optimizer(
+        chainer.optimizers.SGD(lr=1.0), comm, double_buffering=True)
+    opt.setup(model)
+    opt.update()                                  # the broadcast step
+    assert opt.t == 0
+    base = (comm.size - 1.0) / 2
+    for step, expect_t in ((0, 0), (3, 1)):
+        model.cleargrads()
+        for k, (_, p) in enumerate(sorted(model.namedparams())):
+            p.grad = np.full(p.shape, comm.rank + step + k, np.float32)
+        before = {n: p.array.copy() for n, p in model.namedparams()}
+        opt.update()
+        means = opt.wait()
+        assert opt.wait() is means                # idempotent
+        assert opt.t == expect_t
+        for k, (name, p) in enumerate(
+                sorted(opt.communicated_target.namedparams())):
+            np.testing.assert_array_equal(p.grad, base + step + k)
+            # It shares the data, not the grads, of the target.
+            assert p.array is dict(model.namedparams())[name].array
+        if expect_t:
+            # The update applied the means of the previous reduction.
+            for k, (name, p) in enumerate(sorted(model.namedparams())):
+                np.testing.assert_allclose(
+                    p.array, before[name] - (base + k), rtol=1e-6)
+    comm.finalize()
 
 
 def test_double_buffering_needs_thread_multiple(monkeypatch):
