@@ -37,6 +37,24 @@ def synced(fn, cupy):
     return run
 
 
+def chainermn_variant(name, model, cupy):
+    """ChainerMN 7.8.1's mean_grad on ``model``, or None (printed why) when
+    it does not run on this stack (its pure_nccl packing kernels use
+    ``half``, which CUDA 13's NVRTC did not compile, 2026-11-26)."""
+    cmn = chainermn_comm(name)
+    if cmn is None:
+        return None
+    run = synced(lambda: cmn.multi_node_mean_grad(model), cupy)
+    try:
+        run()
+    except Exception as e:  # reported, the column left empty
+        if WORLD.Get_rank() == 0:
+            print('ChainerMN {}: {}: {}'.format(
+                name, type(e).__name__, str(e).splitlines()[0][:120]))
+        return None
+    return run
+
+
 def device_model(device):
     model = _models.resnet50_link()
     model.to_device(device)
@@ -63,9 +81,9 @@ def bench_nccl(table, device, cupy, reps):
         packed.__imul__(scale)
     fns = [synced(raw, cupy),
            synced(lambda: ours.multi_node_mean_grad(model), cupy)]
-    cmn = chainermn_comm('pure_nccl')
+    cmn = chainermn_variant('pure_nccl', model, cupy)
     if cmn is not None:
-        fns.append(synced(lambda: cmn.multi_node_mean_grad(model), cupy))
+        fns.append(cmn)
     t_raw, t_ours, *rest = timed_together(fns, reps)
     table.add('mean_grad ResNet-50 pure_nccl', t_ours, t_raw,
               rest[0] if rest else None, 'x1.05')
@@ -86,9 +104,10 @@ def bench_staged(table, device, cupy, reps, nccl_fits):
         packed.set(pinned)
     fns = [synced(raw, cupy),
            synced(lambda: ours.multi_node_mean_grad(model), cupy)]
-    cmn = chainermn_comm('non_cuda_aware') if nccl_fits else None
+    cmn = chainermn_variant('non_cuda_aware', model, cupy) \
+        if nccl_fits else None
     if cmn is not None:
-        fns.append(synced(lambda: cmn.multi_node_mean_grad(model), cupy))
+        fns.append(cmn)
     t_raw, t_ours, *rest = timed_together(fns, reps)
     table.add('mean_grad ResNet-50 flat (via host)', t_ours, t_raw,
               rest[0] if rest else None, 'x1.25')
