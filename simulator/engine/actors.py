@@ -12,6 +12,7 @@ world runs (:func:`inherit_threads`); outside a rank, and outside a run,
 threads start as usual. Threads the simulator starts for itself set
 ``simulator_internal = True`` and belong to no rank.
 """
+import _thread
 import threading
 
 from simulator.engine.patches import PatchSet
@@ -33,22 +34,47 @@ class Actor:
     ``waiting`` is the CallRecord of the call it is blocked in (None while
     it runs); ``main`` tells the rank's main thread; ``daemon`` threads
     end with their rank, the others keep it alive, as in a process.
+
+    A blocked actor sleeps in :meth:`sleep` until :meth:`wake_up`: a
+    binary semaphore (a held lock that the waker releases) rather than a
+    ``threading.Condition``, whose wait and notify each run a dozen lines
+    of Python and allocate a lock, on every hand-off between ranks.
     """
 
-    __slots__ = ('rank', 'name', 'main', 'daemon', 'cond', 'waiting',
-                 'ready', 'signalled', 'hopeless', 'ended')
+    __slots__ = ('rank', 'name', 'main', 'daemon', 'lock', 'wakeup',
+                 'waiting', 'ready', 'signalled', 'hopeless', 'ended')
 
     def __init__(self, lock, rank, name, main=False, daemon=False):
         self.rank = rank
         self.name = name
         self.main = main
         self.daemon = daemon
-        self.cond = threading.Condition(lock)
+        self.lock = lock            # the world's
+        self.wakeup = _thread.allocate_lock()
+        self.wakeup.acquire()       # held: sleep() waits until released
         self.waiting = None
         self.ready = None
         self.signalled = False
         self.hopeless = None
         self.ended = False
+
+    def sleep(self):
+        """Release the world lock, wait for :meth:`wake_up`, take the lock
+        again (called with it held, like ``Condition.wait``). A wake-up
+        given while the actor was not asleep returns at once: the caller
+        checks what it waits for anyway."""
+        lock = self.lock
+        lock.release()
+        try:
+            self.wakeup.acquire()
+        finally:
+            lock.acquire()
+
+    def wake_up(self):
+        """End the actor's :meth:`sleep` (world lock held: wake-ups never
+        race each other, so at most one is pending)."""
+        if self.wakeup.locked():
+            self.wakeup.release()
 
     def __repr__(self):
         return '<Actor rank {} {!r}>'.format(self.rank, self.name)

@@ -5,13 +5,13 @@ hosts. A rank runs one or more *actors* (threads): its main thread and any
 thread it starts (see :mod:`simulator.engine.ranks`), as a process under
 ``MPI_THREAD_MULTIPLE`` may call MPI from several threads.
 
-The world owns one lock and one Condition per actor. Every piece of shared
-state (mailboxes, collective slots) is changed under that lock, and whoever
-changes something a blocked rank waits for wakes that rank's blocked
-actors (:meth:`World.wake`). Because wake-ups are precise, "every live
-actor is blocked and none was woken" means nothing can ever progress: that
-is the deadlock test, made the moment the last live actor blocks, with no
-timeout involved.
+The world owns one lock, and each actor a wake-up of its own. Every piece
+of shared state (mailboxes, collective slots) is changed under that lock,
+and whoever changes something a blocked rank waits for wakes that rank's
+blocked actors (:meth:`World.wake`). Because wake-ups are precise, "every
+live actor is blocked and none was woken" means nothing can ever progress:
+that is the deadlock test, made the moment the last live actor blocks, with
+no timeout involved.
 
 Two more cases are caught without waiting for every actor to block: a wait
 that needs ranks which already finished (``block(..., hopeless=fn)``), and
@@ -159,7 +159,7 @@ class World:
             if other.waiting is not None and not other.signalled:
                 other.signalled = True
                 self._blocked -= 1
-                other.cond.notify()
+                other.wake_up()
         self.actors[rank] = []
         self._finish_rank(rank)
         return True
@@ -215,7 +215,7 @@ class World:
                             self._blocked -= 1
                         raise error
                 if not actor.signalled:     # a fence may have woken it
-                    actor.cond.wait()
+                    actor.sleep()
                     if not actor.signalled:
                         self._blocked -= 1
                 if self.failure is not None:
@@ -274,7 +274,7 @@ class World:
             if actor.waiting is not None and not actor.signalled:
                 actor.signalled = True
                 self._blocked -= 1
-                actor.cond.notify()
+                actor.wake_up()
 
     def wake_all(self):
         """Wake every blocked actor (the world broke)."""
