@@ -339,6 +339,8 @@ def test_the_call_path_is_not_compute():
     # process and taken off the compute between calls.
     cost = boundary_cost()
     assert 0 < cost < 1e-3
+    with pytest.raises(ValueError, match='rounds must be at least 2, got 1'):
+        boundary_cost(rounds=1)
 
     def body(comm):
         for _ in range(200):
