@@ -98,15 +98,20 @@ def _spin_ranks(size):
                     reason='needs CPU affinity (Linux)')
 def test_prediction_does_not_depend_on_the_cores_the_simulation_had():
     # Four ranks on one core take four times the wall time of one rank;
-    # their clocks count CPU time, so the prediction stays put.
-    alone = _spin_ranks(1)
+    # their clocks count CPU time, so the prediction stays put. In turns,
+    # medians of three: on a shared machine the CPU time of the same
+    # loop moves by up to 2x for seconds at a time.
     cores = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(cores)})
-    try:
-        crowded = _spin_ranks(4)
-    finally:
-        os.sched_setaffinity(0, cores)
-    assert 0.5 < crowded / alone < 2.0, (alone, crowded)
+    alone, crowded = [], []
+    for _ in range(3):
+        alone.append(_spin_ranks(1))
+        os.sched_setaffinity(0, {min(cores)})
+        try:
+            crowded.append(_spin_ranks(4))
+        finally:
+            os.sched_setaffinity(0, cores)
+    ratio = sorted(crowded)[1] / sorted(alone)[1]
+    assert 0.5 < ratio < 2.0, (alone, crowded)
 
 
 def test_oversubscribed_node_stretches_compute():
