@@ -1,18 +1,23 @@
 """Watchdog: report a rank stuck in communication longer than a limit.
 
 When enabled for a communicator (``create_communicator(watchdog=seconds)``
-or ``CHAINERMN_LITE_WATCHDOG=seconds``), its blocking methods are replaced
-on the instance by thin wrappers that note the pending call (one tuple
-stored in the thread's own slot, cleared on exit). One daemon thread per
-process looks at the pending calls and, once per stuck call, prints to
-stderr the rank, the call with its arguments, how long it has waited and
-the Python stack of the blocked thread. A communicator without a watchdog
-keeps its plain class methods: disabled costs nothing.
+or ``CHAINERMN_LITE_WATCHDOG=seconds``), the communicator is marked with
+its limit and nothing is wrapped: a call costs what it costs without the
+watchdog. One daemon thread per process looks, every limit / 4 (20 ms to
+1 s), at the Python stack of every thread (``sys._current_frames``): a
+thread inside a blocking method of a watched communicator is in a pending
+call, and the same frame still there after the limit is a stuck call. The
+daemon prints to stderr, once per stuck call, the rank, the call with its
+arguments, how long it has waited (at least that long: it counts from the
+first look that saw the call) and the Python stack of the blocked thread.
+The cost is the daemon's, once per look, not the caller's, once per call.
 
-Pending calls are kept per thread, not per process, so simulated ranks
-(threads of one process) are watched each on its own.
+A frame is a watched call when its code is one of a watched
+communicator's methods (the class's, or the instance's own plain-path
+``send``/``recv`` functions, whose ``other`` is the communicator's
+method). Pending calls are found per thread, so simulated ranks (threads
+of one process) are watched each on its own.
 """
-import functools
 import inspect
 import os
 import sys
@@ -55,21 +60,27 @@ def watchdog_limit(watchdog=None):
 
 
 class _Monitor:
-    """The process's pending calls and the daemon thread reporting them."""
+    """The daemon thread that looks for stuck calls, and what it saw."""
 
     def __init__(self):
-        # thread ident -> that thread's one-item list holding its pending
-        # (start, limit, call) or None; a thread only writes its own list.
-        self.slots = {}
-        self.local = threading.local()
-        # Entries already printed, held so that their id()s stay unique.
-        self._reported = {}
+        # Code objects of the watched methods of every watched class.
+        self.codes = set()
+        # thread ident -> [frame of its pending call, first seen,
+        # reported]: holding the frame keeps its identity (a new call is
+        # a new frame) until the next look.
+        self._seen = {}
         self._poll = _POLL_MAX
         self._lock = threading.Lock()
         self._thread = None
 
-    def ensure_running(self, limit):
+    def ensure_running(self, comm, limit):
         with self._lock:
+            for name in WATCHED_METHODS:
+                for method in (getattr(type(comm), name, None),
+                               getattr(comm, name, None)):
+                    code = getattr(method, '__code__', None)
+                    if code is not None:
+                        self.codes.add(code)
             self._poll = max(_POLL_MIN, min(self._poll, limit / 4))
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -77,16 +88,22 @@ class _Monitor:
                     daemon=True)
                 self._thread.start()
 
-    def slot(self):
-        """The calling thread's slot, registered on first use."""
-        slot = self.local.slot = [None]
-        with self._lock:
-            self.slots[threading.get_ident()] = slot
-        return slot
-
     def pending(self):
-        return {ident: slot[0] for ident, slot in list(self.slots.items())
-                if slot[0] is not None}
+        """thread ident -> (frame of the watched call, communicator,
+        limit) of every thread inside one now."""
+        codes = self.codes
+        found = {}
+        for ident, frame in sys._current_frames().items():
+            while frame is not None:
+                if frame.f_code in codes:
+                    comm = _communicator_of(frame)
+                    limit = getattr(comm, '__dict__', {}).get(
+                        '_watchdog_limit')
+                    if limit is not None:
+                        found[ident] = (frame, comm, limit)
+                        break
+                frame = frame.f_back
+        return found
 
     def _run(self):
         while True:
@@ -95,30 +112,65 @@ class _Monitor:
 
     def check(self, now):
         """Print every call pending longer than its limit, once each."""
-        pending = self.pending()
-        stuck = [(ident, entry) for ident, entry in pending.items()
-                 if now - entry[0] > entry[1]]
-        self._reported = {id(e): e for e in pending.values()
-                          if self._reported.get(id(e)) is e}
-        if not stuck and len(self.slots) < 64:
-            return
-        frames = sys._current_frames()
-        with self._lock:
-            for ident in [i for i in self.slots if i not in frames]:
-                del self.slots[ident]     # its thread has ended
-        for ident, entry in stuck:
-            if self._reported.get(id(entry)) is entry:
-                continue
-            self._reported[id(entry)] = entry
-            _report(entry, now, frames.get(ident))
+        seen = {}
+        for ident, (frame, comm, limit) in self.pending().items():
+            entry = self._seen.get(ident)
+            if entry is None or entry[0] is not frame:
+                entry = [frame, now, False]
+            seen[ident] = entry
+            if not entry[2] and now - entry[1] > limit:
+                entry[2] = True
+                _report(comm, frame, now - entry[1], limit,
+                        sys._current_frames().get(ident))
+        self._seen = seen
+
+    def started(self, ident, frame, now):
+        """When the call in ``frame`` of thread ``ident`` was first seen
+        (``now`` if not yet)."""
+        entry = self._seen.get(ident)
+        return entry[1] if entry is not None and entry[0] is frame else now
 
 
 _MONITOR = _Monitor()
 
 
 def pending_calls():
-    """Snapshot: thread ident -> (start, limit, (comm, name, args, kwargs))."""
-    return _MONITOR.pending()
+    """Snapshot: thread ident -> (start, limit, (comm, name, args, kwargs))
+    of every thread inside a watched call; ``start`` is when the daemon
+    first saw it (now if it has not yet)."""
+    now = time.monotonic()
+    out = {}
+    for ident, (frame, comm, limit) in _MONITOR.pending().items():
+        out[ident] = (_MONITOR.started(ident, frame, now), limit,
+                      (comm, frame.f_code.co_name, _arguments(frame), {}))
+    return out
+
+
+def _communicator_of(frame):
+    """The communicator whose method (or plain-path function) runs in
+    ``frame``."""
+    values = frame.f_locals
+    comm = values.get('self')
+    if '_watchdog_limit' in getattr(comm, '__dict__', ()):
+        return comm
+    return getattr(values.get('other'), '__self__', None)
+
+
+def _arguments(frame):
+    """The arguments of the call running in ``frame`` (without self), as
+    (name, value) pairs."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:count])
+    if code.co_flags & inspect.CO_VARARGS:
+        names.append(code.co_varnames[count])
+        count += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        names.append(code.co_varnames[count])
+    values = frame.f_locals
+    if names and names[0] == 'self':
+        del names[0]
+    return tuple((n, values.get(n)) for n in names)
 
 
 def _summary(value):
@@ -134,28 +186,20 @@ def _summary(value):
     return '<{}>'.format(type(value).__name__)
 
 
-def _describe(comm, name, args, kwargs):
-    method = getattr(type(comm), name)
-    try:
-        bound = inspect.signature(method).bind(comm, *args, **kwargs)
-        items = list(bound.arguments.items())[1:]
-    except TypeError:
-        items = [(None, a) for a in args] + list(kwargs.items())
-    text = ', '.join(_summary(v) if k is None else
-                     '{}={}'.format(k, _summary(v)) for k, v in items)
+def _describe(name, arguments):
+    text = ', '.join('{}={}'.format(k, _summary(v)) for k, v in arguments)
     return '{}({})'.format(name, text)
 
 
-def _report(entry, now, frame):
-    start, limit, (comm, name, args, kwargs) = entry
+def _report(comm, frame, waited, limit, top):
     lines = ['[chainermn_lite watchdog] rank {} of the {!r} communicator '
              '(size {}) has been blocked for {:.1f} s (limit {:g} s) in '
-             '{}'.format(comm.rank, comm.name, comm.size, now - start, limit,
-                         _describe(comm, name, args, kwargs))]
-    if frame is not None:
+             '{}'.format(comm.rank, comm.name, comm.size, waited, limit,
+                         _describe(frame.f_code.co_name, _arguments(frame)))]
+    if top is not None:
         lines.append('Python stack of the blocked thread (most recent call '
                      'last):')
-        lines.append(''.join(traceback.format_stack(frame)).rstrip())
+        lines.append(''.join(traceback.format_stack(top)).rstrip())
     try:
         sys.stderr.write('\n'.join(lines) + '\n')
         sys.stderr.flush()
@@ -163,35 +207,11 @@ def _report(entry, now, frame):
         pass
 
 
-def _watched(comm, name, limit):
-    method = getattr(comm, name)
-    local = _MONITOR.local
-    new_slot = _MONITOR.slot
-    clock = time.monotonic
-
-    # Per call: one thread-local lookup, one tuple, two list stores.
-    @functools.wraps(method)
-    def call(*args, **kwargs):
-        try:
-            slot = local.slot
-        except AttributeError:
-            slot = new_slot()
-        outer = slot[0]
-        slot[0] = (clock(), limit, (comm, name, args, kwargs))
-        try:
-            return method(*args, **kwargs)
-        finally:
-            slot[0] = outer
-    return call
-
-
 def watch(comm, limit):
     """Watch ``comm``'s blocking methods with ``limit`` seconds (a
     communicator with ``rank``, ``size`` and ``name``)."""
-    for name in WATCHED_METHODS:
-        # object.__setattr__: CommunicatorBase may turn attributes into
-        # configs.
-        object.__setattr__(comm, name, _watched(comm, name, limit))
+    # object.__setattr__: CommunicatorBase may turn attributes into
+    # configs.
     object.__setattr__(comm, '_watchdog_limit', limit)
-    _MONITOR.ensure_running(limit)
+    _MONITOR.ensure_running(comm, limit)
     return comm

@@ -8,7 +8,6 @@ goes on the wire (descriptors, frames, offsets) and the checks of peers,
 roots and tags are ``_wire``'s; packing is ``_packing``'s.
 """
 import functools
-import weakref
 
 import chainer
 import numpy
@@ -29,10 +28,6 @@ from chainermn_lite.communicators.communicator_base import CommunicatorBase
 __all__ = ['MpiCommunicator', 'DEFAULT_MAX_BUF_LEN']
 
 DEFAULT_MAX_BUF_LEN = 256 * 1024 * 1024
-
-
-def _call_weak(method, ref, *args):
-    return method(ref(), *args)
 
 
 class MpiCommunicator(CommunicatorBase):
@@ -67,15 +62,14 @@ class MpiCommunicator(CommunicatorBase):
         plain array, peer and tag (the model-parallel hot path) without a
         method call of their own; everything else goes to the methods
         below. A subclass that overrides them keeps its own."""
-        ref = weakref.ref(self)     # no cycle through the instance dict
-        cls = MpiCommunicator
         for name, make in (('send', self._p2p.plain_send),
                            ('recv', self._p2p.plain_recv)):
-            method = getattr(cls, name)
+            method = getattr(MpiCommunicator, name)
             if getattr(type(self), name) is not method:
                 continue
-            fast = make(self._size, self._rank, functools.partial(
-                _call_weak, method, ref))
+            # (the bound method is also how the watchdog finds the
+            # communicator of a plain-path call)
+            fast = make(self._size, self._rank, method.__get__(self))
             functools.update_wrapper(fast, method, updated=())
             del fast.__wrapped__        # its own signature, without self
             object.__setattr__(self, name, fast)

@@ -53,6 +53,29 @@ def test_recv_blocked_longer_than_limit_prints_call_and_stack(
 
 
 @pytest.mark.mpi(sizes=(2,))
+def test_method_blocked_longer_than_limit_prints_call(
+        mpi_comm, capfd, make_communicator, simulated):
+    # A class method (not a plain-path function): the daemon finds its
+    # communicator as the frame's self.
+    comm = make_communicator(mpi_comm, 'naive', watchdog=LIMIT)
+    if comm.rank == 1:
+        time.sleep(LIMIT * 5)
+    got = comm.bcast_obj(('from', comm.rank), root=1)
+    assert got == ('from', 1)
+    comm.allreduce_obj(0)
+    if comm.rank == 1:
+        return
+
+    def read():
+        return capfd.readouterr().err
+    text = _wait_for_report(read, 'bcast_obj(') if simulated else read()
+    assert "[chainermn_lite watchdog] rank 0 of the 'naive' communicator" \
+        in text
+    assert 'bcast_obj(obj=(\'from\', 0), max_buf_len=None, root=1)' in text
+    assert text.count('[chainermn_lite watchdog]') == 1
+
+
+@pytest.mark.mpi(sizes=(2,))
 def test_calls_within_limit_print_nothing(mpi_comm, capfd, make_communicator):
     comm = make_communicator(mpi_comm, 'flat', watchdog=5.0)
     peer = 1 - comm.rank
@@ -83,16 +106,19 @@ def test_limit_from_argument_or_environment(monkeypatch):
         _watchdog.watchdog_limit('3')
 
 
-@pytest.mark.simulator_only(reason='checks that disabled adds no wrapper')
-def test_disabled_keeps_plain_methods(monkeypatch, make_communicator):
+@pytest.mark.simulator_only(reason='checks what the watchdog changes')
+def test_watchdog_wraps_nothing(monkeypatch, make_communicator):
+    # On or off, the communicator keeps its plain-path send/recv and no
+    # method is wrapped: on, it is only marked with its limit (the daemon
+    # reads the stacks).
     import simulator
     monkeypatch.delenv(_watchdog.WATCHDOG_ENV, raising=False)
 
     def body(mpi_comm):
-        comm = make_communicator(mpi_comm)
-        # (send and recv are the instance's own plain-path functions, but
-        # no watchdog wrapper: those wrap a method, functools.wraps-style)
-        return [name for name in _watchdog.WATCHED_METHODS
-                if hasattr(getattr(comm, name), '__wrapped__')]
+        off = make_communicator(mpi_comm)
+        on = make_communicator(mpi_comm, watchdog=60)
+        return [(sorted(set(c.__dict__) & set(_watchdog.WATCHED_METHODS)),
+                 c.__dict__.get('_watchdog_limit')) for c in (off, on)]
 
-    assert simulator.run(body, 2) == [[], []]
+    assert simulator.run(body, 2) == [[(['recv', 'send'], None),
+                                       (['recv', 'send'], 60.0)]] * 2
