@@ -186,6 +186,7 @@ class MpiCommunicator(CommunicatorBase):
         know). One message per array (per ``max_buf_len`` bytes)."""
         dest = _wire.check_peer(dest, self._size, self._rank, 'send_exact')
         tag = _wire.check_tag(tag, 'send_exact', self._rank)
+        arrays = tuple(arrays)      # (any iterable, walked twice below)
         if not all(_wire.is_plain_sendable(x) for x in arrays):
             what = 'send_exact (rank {} to {})'.format(self._rank, dest)
             arrays = [_wire.as_sendable(x, what) for x in arrays]

@@ -106,11 +106,14 @@ def test_send_exact_recv_exact(mpi_comm, make_communicator):
     if comm.rank == 0:
         for dest in range(1, comm.size):
             comm.send_exact(parts, dest, 5)
+            comm.send_exact((p for p in parts), dest, 6)  # any iterable
     else:
-        got = comm.recv_exact([(p.shape, p.dtype) for p in parts], 0, 5)
-        for g, p in zip(got, parts):
-            assert g.shape == p.shape and g.dtype == p.dtype
-            np.testing.assert_array_equal(g, p)
+        for tag in (5, 6):
+            got = comm.recv_exact([(p.shape, p.dtype) for p in parts], 0,
+                                  tag)
+            for g, p in zip(got, parts):
+                assert g.shape == p.shape and g.dtype == p.dtype
+                np.testing.assert_array_equal(g, p)
     with pytest.raises(ValueError, match='recv_exact: rank 9 is out of '
                        'range'):
         comm.recv_exact([((1,), np.float32)], 9, 0)
