@@ -18,6 +18,7 @@ import pytest
 import chainermn_lite
 
 MPI_NAMES = ('naive', 'flat', 'hierarchical', 'non_cuda_aware')
+EVERY_NAME = MPI_NAMES + ('pure_nccl',)
 
 
 def _gpu_count():
@@ -38,15 +39,17 @@ def _device(comm):
     return device
 
 
-def _skip_unless_nccl_fits(comm, simulated, name):
-    if name != 'pure_nccl':
-        return
-    if simulated:
+def _comm_and_device(mpi_comm, simulated, make_communicator, name):
+    """This rank's communicator of kind ``name`` and its GPU; skips
+    ``pure_nccl`` where NCCL cannot run (see the module docstring)."""
+    comm = make_communicator(mpi_comm)
+    if name == 'pure_nccl' and simulated:
         pytest.skip('simulator.nccl reduces host memory; device arrays '
                     'need real NCCL (mpiexec)')
-    if comm.size > _gpu_count():
+    if name == 'pure_nccl' and comm.size > _gpu_count():
         pytest.skip('NCCL needs a GPU per rank: {} ranks, {} GPUs'.format(
             comm.size, _gpu_count()))
+    return comm, _device(comm)
 
 
 class _Model(chainer.Chain):
@@ -74,12 +77,11 @@ def _arrays(model, attr):
 
 
 @pytest.mark.mpi(sizes=(1, 2))
-@pytest.mark.parametrize('communicator_name', MPI_NAMES + ('pure_nccl',))
+@pytest.mark.parametrize('communicator_name', EVERY_NAME)
 def test_mean_grad_of_device_arrays(mpi_comm, simulated, communicator_name,
                                     make_communicator):
-    comm = make_communicator(mpi_comm)
-    _skip_unless_nccl_fits(comm, simulated, communicator_name)
-    device = _device(comm)
+    comm, device = _comm_and_device(mpi_comm, simulated, make_communicator,
+                                    communicator_name)
     host, gpu = _Model(), _Model()
     _fill_grads(host, comm.rank)
     _fill_grads(gpu, comm.rank)
@@ -105,12 +107,11 @@ def test_mean_grad_of_device_arrays(mpi_comm, simulated, communicator_name,
 
 
 @pytest.mark.mpi(sizes=(1, 2))
-@pytest.mark.parametrize('communicator_name', MPI_NAMES + ('pure_nccl',))
+@pytest.mark.parametrize('communicator_name', EVERY_NAME)
 def test_bcast_data_of_device_arrays(mpi_comm, simulated, communicator_name,
                                      make_communicator):
-    comm = make_communicator(mpi_comm)
-    _skip_unless_nccl_fits(comm, simulated, communicator_name)
-    device = _device(comm)
+    comm, device = _comm_and_device(mpi_comm, simulated, make_communicator,
+                                    communicator_name)
     models = []
     for seed in (comm.rank, 0):
         model = _Model()
@@ -133,9 +134,8 @@ def test_bcast_data_of_device_arrays(mpi_comm, simulated, communicator_name,
 @pytest.mark.parametrize('double_buffering', (False, True))
 def test_optimizer_steps_on_device(mpi_comm, simulated, communicator_name,
                                    double_buffering, make_communicator):
-    comm = make_communicator(mpi_comm)
-    _skip_unless_nccl_fits(comm, simulated, communicator_name)
-    device = _device(comm)
+    comm, device = _comm_and_device(mpi_comm, simulated, make_communicator,
+                                    communicator_name)
     model = L.Classifier(L.Linear(20, 5))
     model.to_device(device)
     optimizer = chainermn_lite.create_multi_node_optimizer(
