@@ -451,6 +451,8 @@ def _operand(tree, blocks, op, like, level):
 
 def _same_memory(a, b):
     """``a`` and ``b`` are the very same elements (an in-place buffer)."""
+    if a is b:
+        return True
     return (a.__array_interface__['data'][0] ==
             b.__array_interface__['data'][0] and a.strides == b.strides)
 
@@ -567,15 +569,17 @@ def _homes_program(plan, args, outs):
     the copies ``(out, value)`` of the value to the other outputs, as
     indices into ``args + outs`` (the same for every piece: a slice of an
     array shares memory with the same slice of another exactly when the
-    arrays do)."""
+    arrays do). :func:`_own_outputs` holds: no two outputs overlap, and an
+    output overlaps no input but its own rank's, which is then the same
+    memory; so only a lone leaf's own output can already hold the value."""
     size = len(args)
     program = []
     for start, stop, tree in plan:
         steps = []
         value, home = _in_homes(tree, steps, size)
         copies = [(size + r, value) for r in range(size)
-                  if r != home and not _same_memory(
-                      outs[r], (args + outs)[value])]
+                  if r != home and not (r == value and _same_memory(
+                      outs[r], args[r]))]
         program.append((start, stop, steps, copies))
     return program
 
@@ -585,6 +589,8 @@ def _own_outputs(args, outs):
     no two outputs overlap: the outputs may hold partial results."""
     for r, out in enumerate(outs):
         for q, x in enumerate(args):
+            if q == r and out is x:
+                continue        # in place (see _same_memory)
             if np.may_share_memory(out, x) and not (
                     q == r and _same_memory(out, x)):
                 return False

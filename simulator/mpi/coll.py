@@ -439,7 +439,9 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
     s = self._s
     send, recv, source = _reduction_buffers(self, op_name, sendbuf, recvbuf)
     op = _check_op(op, source.dtype, op_name)
-    out = recv.head(source.size)
+    # In place, the very same view: the reduction then knows without
+    # asking NumPy that this rank's output is its input.
+    out = source if send.in_place else recv.head(source.size)
     sig = (('op', op.name), ('count', source.size),
            ('dtype', _dtype_name(source.dtype)))
     size = len(s.group)
@@ -566,7 +568,8 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
             # mpi4py checks this at the root before communicating.
             raise ValueError('mismatch in send count {} and receive count '
                              '{}'.format(send.count, recv.count))
-    out = recv.head(source.size) if at_root else None
+    out = None if not at_root else source if send.in_place else \
+        recv.head(source.size)
 
     def reduction(args):
         # Straight into the root's receive buffer: no result array.
