@@ -14,7 +14,9 @@ described machine (:class:`~simulator.engine.netmodel.Machine`):
   recent measurements: a training loop repeats the same stretches, and
   the noise in CPU time (preemption, cache refills, the other rank
   threads) only ever adds, so one disturbed measurement no longer moves
-  the prediction; ``'raw'`` charges each measurement as it is;
+  the prediction (a whole run on a slower machine still reads slower:
+  the median steadies a run's outliers, not its level); ``'raw'``
+  charges each measurement as it is;
 - a receive completes no earlier than its message arrives (sent at the
   sender's clock, plus the link's latency and size / bandwidth); a
   collective starts when its last rank arrives and lasts what its
