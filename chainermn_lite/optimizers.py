@@ -122,7 +122,7 @@ class _DoubleBufferingOptimizer(_Wrapper):
             self._own('_signature', signature)
             self.communicator.bcast_data(target)
             return
-        params = _initialised_params(target)
+        params = [p for _, p in _grads.params_with_data(target)]
         previous = self.wait()
         self._own('_done', None)
         start = self._prepare(params)
@@ -171,7 +171,10 @@ class _DoubleBufferingOptimizer(_Wrapper):
             if errors:          # the helper thread's exception
                 raise errors[0]
             self._own('_done', grads)
-            for q, grad in zip(self._communicated_params(params), grads):
+            # The copy shares the data: its initialised params, in name
+            # order, are the ones these grads belong to.
+            copies = _grads.params_with_data(self.communicated_target)
+            for (_, q), grad in zip(copies, grads):
                 q.grad = grad if grad.dtype == q.dtype else \
                     grad.astype(q.dtype)
         return self._done
@@ -184,11 +187,6 @@ class _DoubleBufferingOptimizer(_Wrapper):
         if self._communicated is None:
             self._own('_communicated', self.target.copy(mode='share'))
         return self._communicated
-
-    def _communicated_params(self, params):
-        names = {id(p): name for name, p in self.target.namedparams()}
-        by_name = dict(self.communicated_target.namedparams())
-        return [by_name[names[id(p)]] for p in params]
 
     def _apply(self, params, grads):
         for p, grad in zip(params, grads):
@@ -317,12 +315,6 @@ def _check_missing_agree(comm, params, missing):
         'zeros)'.format(comm.rank, ', '.join(
             'rank {}: {}'.format(r, names) for r, names in
             enumerate(table))))
-
-
-def _initialised_params(target):
-    """The initialised params in name order (host or device arrays: the
-    communicator stages device arrays through the host for MPI)."""
-    return [p for _, p in sorted(target.namedparams()) if p.data is not None]
 
 
 def _reducible_grad(param):

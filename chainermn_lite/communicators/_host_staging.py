@@ -14,15 +14,14 @@ transfer and unpacked on the device. That is ChainerMN's ``non_cuda_aware``
 recipe, for every MPI strategy. A strategy whose ``device_arrays`` is True
 (NCCL) takes device arrays where they lie.
 """
-import numpy
-
+from chainermn_lite import _device
 from chainermn_lite import _packing
 
 __all__ = ['mean_grad', 'mean_bucket', 'bcast_arrays']
 
 
 def _on_device(arrays):
-    return any(type(a) is not numpy.ndarray for a in arrays)
+    return any(_device.is_device_array(a) for a in arrays)
 
 
 def mean_grad(strategy, ctx, arrays):
@@ -71,14 +70,18 @@ class _Stage:
         self.host = list(arrays)
         groups = {}
         for i, a in enumerate(arrays):
-            if type(a) is not numpy.ndarray:
+            if _device.is_device_array(a):
                 groups.setdefault((a.device.id, a.dtype), []).append(i)
         for (device_id, dtype), where in groups.items():
             members = [arrays[i] for i in where]
             n = _packing.packed_size(members)
             with cupy.cuda.Device(device_id):
                 flat = self._pool.get(dtype, n, ('stage', device_id), cupy)
-                pinned = self._pinned(device_id, dtype, n)
+                # Page-locked, kept in the pool: a pageable copy moves at
+                # a fraction of the link's speed, and pinning costs more
+                # than it.
+                pinned = self._pool.get(dtype, n, ('pinned', device_id),
+                                        _PINNED)
                 if fetch:
                     _packing.pack(members, flat)
                     flat.get(out=pinned)
@@ -86,13 +89,6 @@ class _Stage:
             for i, view in zip(where, views):
                 self.host[i] = view
             self._groups.append((device_id, members, flat, pinned))
-
-    def _pinned(self, device_id, dtype, n):
-        # Page-locked, kept in the pool: a pageable copy moves at a
-        # fraction of the link's speed, and pinning costs more than it.
-        slot = ('pinned', device_id)
-        buf = self._pool.get(dtype, n, slot, _PinnedModule(self._cupy))
-        return buf
 
     def write_back(self):
         """Copy the host views' values back into the device arrays."""
@@ -105,15 +101,10 @@ class _Stage:
 class _PinnedModule:
     """``empty`` of page-locked host memory, for ``BufferPool.get``."""
 
-    def __init__(self, cupy):
-        self._cupy = cupy
-
-    def __eq__(self, other):
-        return type(other) is _PinnedModule
-
-    def __hash__(self):
-        return hash(_PinnedModule)
-
-    def empty(self, n, dtype):
+    @staticmethod
+    def empty(n, dtype):
         import cupyx
         return cupyx.empty_pinned(n, dtype)
+
+
+_PINNED = _PinnedModule()
