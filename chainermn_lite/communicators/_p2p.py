@@ -35,12 +35,12 @@ import weakref
 
 import numpy
 
+from chainermn_lite import _device
 from chainermn_lite import _wire
 from chainermn_lite._wire import FRAME_BYTES
 from chainermn_lite._wire import HEADER
 from chainermn_lite._wire import HEADER_WORDS
 from chainermn_lite._wire import INLINE
-from chainermn_lite import _device
 from chainermn_lite._wire import KIND_ARRAY
 from chainermn_lite._wire import KIND_DEVICE
 from chainermn_lite._wire import KIND_LAYOUT
