@@ -2,9 +2,13 @@
 
 Runs a probe under ``mpiexec -n 2`` with the real mpi4py: ping-pong round
 trips of 8 bytes (latency = half a round trip) and of 4 MiB (bandwidth
-from the time beyond the latency), NumPy sums of 4 MiB (the rate a rank
-reduces at) and copies of 4 MiB (the rate it copies memory at), both
-ranks at once as in a collective. Writes a machine description (TOML)
+from the time beyond the latency), and the rates a rank copies and sums
+memory at inside an Allreduce of 64 KiB to 16 MiB: both ranks at once,
+each copying its send buffer into its receive buffer and summing a
+half-size buffer into half of it, as Open MPI's reduce-scatter/allgather
+Allreduce does (the rates fall by two to three times once the buffers
+outgrow the caches, so the description keeps one rate per size).
+Writes a machine description (TOML)
 that ``python -m simulator --machine FILE`` reads, with the collective
 selection of the MPI library that ran the probe (``openmpi`` for Open
 MPI). Both ranks run on this host, so the ``intra`` link is measured;
@@ -26,6 +30,8 @@ import time
 __all__ = ['main', 'probe', 'describe']
 
 _SMALL, _LARGE = 8, 4 << 20
+# Buffer sizes the memory rates are measured at: 64 KiB to 16 MiB.
+_RATE_SIZES = tuple(1 << k for k in range(16, 25, 2))
 
 
 def _pingpong(comm, np, nbytes, rounds, batches):
@@ -47,19 +53,34 @@ def _pingpong(comm, np, nbytes, rounds, batches):
     return min(per_batch[1:])
 
 
-def _rate(comm, np, nbytes, kernel, rounds=20):
-    """Bytes/s of ``kernel(a, b)`` on two float32 arrays of ``nbytes``,
-    both ranks at once (they share the memory bus in a collective)."""
-    a = np.ones(nbytes // 4, np.float32)
-    b = np.ones_like(a)
-    kernel(a, b)                        # first touch of the pages
-    times = []
-    for _ in range(rounds):
-        comm.Barrier()
-        start = time.perf_counter()
-        kernel(a, b)
-        times.append(time.perf_counter() - start)
-    return nbytes / min(times)
+def _memory_rates(comm, np, nbytes, batches=6):
+    """(copy, sum) bytes/s inside an Allreduce of ``nbytes`` per rank:
+    the send buffer copied into the receive buffer, then a half-size
+    buffer (what the peer sent) summed into half of it, both ranks at
+    once; the best batch's mean. A batch ends by rewriting the half-size
+    buffer, as the next receive would."""
+    rounds = max(5, _LARGE // nbytes)       # a batch takes >= ~1 ms
+    count = nbytes // 4
+    send = np.ones(count, np.float32)
+    recv = np.ones_like(send)
+    half = np.ones(count // 2, np.float32)
+    mine = recv[:count // 2]
+    best_copy = best_sum = float('inf')
+    for batch in range(batches + 1):        # the first batch warms up
+        copying = summing = 0.0
+        for _ in range(rounds):
+            comm.Barrier()
+            start = time.perf_counter()
+            np.copyto(recv, send)
+            middle = time.perf_counter()
+            np.add(mine, half, out=mine)
+            copying += middle - start
+            summing += time.perf_counter() - middle
+            np.copyto(half, send[count // 2:])
+        if batch:
+            best_copy = min(best_copy, copying / rounds)
+            best_sum = min(best_sum, summing / rounds)
+    return nbytes / best_copy, (nbytes // 2) / best_sum
 
 
 def _library(MPI):
@@ -80,18 +101,20 @@ def probe():
     # Many short batches: on a shared machine some fall between other
     # jobs' time slices, and the least is what the machine itself does.
     small = _pingpong(comm, np, _SMALL, 100, 40)
-    large = _pingpong(comm, np, _LARGE, 2, 20)
-    reduce_rate = _rate(comm, np, _LARGE,
-                        lambda a, b: np.add(a, b, out=b))
-    copy_rate = _rate(comm, np, _LARGE, lambda a, b: np.copyto(b, a))
+    large = _pingpong(comm, np, _LARGE, 2, 60)
+    rates = [_memory_rates(comm, np, n) for n in _RATE_SIZES]
     if comm.Get_rank() == 0:
         latency = small / 2
         transfer = max(large / 2 - latency, 1e-9)
         cores = len(os.sched_getaffinity(0)) if hasattr(
             os, 'sched_getaffinity') else os.cpu_count()
         print(json.dumps({'latency': latency, 'bandwidth': _LARGE / transfer,
-                          'reduce_bandwidth': reduce_rate,
-                          'copy_bandwidth': copy_rate,
+                          'copy_bandwidth': [
+                              [n, c] for n, (c, _) in zip(_RATE_SIZES,
+                                                          rates)],
+                          'reduce_bandwidth': [
+                              [n, r] for n, (_, r) in zip(_RATE_SIZES,
+                                                          rates)],
                           'selection': _library(MPI), 'cores': cores,
                           'host': MPI.Get_processor_name()}))
 
@@ -106,14 +129,27 @@ def describe(figures, command):
         'name = "{host} (shared memory, calibrated)"',
         'cores_per_node = {cores}',
         'selection = "{selection}"    # collective algorithms as this MPI',
-        'reduce_bandwidth = {reduce_bandwidth:.4g}   # bytes/s a rank sums',
-        'copy_bandwidth = {copy_bandwidth:.4g}     # bytes/s a rank copies',
+        '# [buffer bytes, bytes/s] inside an Allreduce, both ranks at once:',
+        'copy_bandwidth = {copy}',
+        'reduce_bandwidth = {reduce}',
         '',
         '[links.intra]',
         'latency = {latency:.4g}     # seconds: half an 8-byte round trip',
         'bandwidth = {bandwidth:.4g}   # bytes/s: from 4 MiB round trips',
         '']).format(command=command, when=time.strftime(
-            '%Y-%m-%d %H:%M UTC', time.gmtime()), **figures)
+            '%Y-%m-%d %H:%M UTC', time.gmtime()),
+                    copy=_points(figures['copy_bandwidth']),
+                    reduce=_points(figures['reduce_bandwidth']), **figures)
+
+
+def _points(points):
+    return '[{}]'.format(', '.join('[{}, {:.4g}]'.format(int(n), rate)
+                                   for n, rate in points))
+
+
+def _span(points):
+    rates = [rate for _, rate in points]
+    return '{:.3g}-{:.3g} B/s'.format(min(rates), max(rates))
 
 
 def main(argv=None):
@@ -151,10 +187,11 @@ def main(argv=None):
         options.output))
     with open(options.output, 'w') as f:
         f.write(text)
-    print('latency {:.3g} s, bandwidth {:.3g} B/s, reduce {:.3g} B/s, '
-          'copy {:.3g} B/s, {} cores, {} selection -> {}'.format(
+    print('latency {:.3g} s, bandwidth {:.3g} B/s, reduce {}, copy {}, '
+          '{} cores, {} selection -> {}'.format(
               figures['latency'], figures['bandwidth'],
-              figures['reduce_bandwidth'], figures['copy_bandwidth'],
+              _span(figures['reduce_bandwidth']),
+              _span(figures['copy_bandwidth']),
               figures['cores'], figures['selection'], options.output))
     return 0
 

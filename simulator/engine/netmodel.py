@@ -16,7 +16,12 @@ MPI 5.0's ``coll/tuned`` fixed decision rules where the model has them
 (Allreduce), so a description of a machine running Open MPI charges what
 Open MPI runs. ``copy_bandwidth`` (bytes/s of a memory copy) charges the
 copy of a non-in-place Allreduce's send buffer into its receive buffer
-(and the copy recursive doubling always makes).
+(and the copy recursive doubling always makes). Both memory rates
+(``reduce_bandwidth``, ``copy_bandwidth``) are a number or a table of
+``[bytes, rate]`` points (:class:`Rate`): a collective's buffers stay in
+the caches when small and stream from memory when large, and the rate
+drops by a factor of two to three between the two (SMPI models its
+links with such piecewise factors).
 
 Descriptions are TOML or JSON files (:func:`load_machine`); the shipped
 ones live in ``simulator/machines/``.
@@ -30,7 +35,7 @@ try:
 except ImportError:         # Python 3.10: JSON descriptions only
     tomllib = None
 
-__all__ = ['Link', 'Machine', 'load_machine', 'machine_path',
+__all__ = ['Link', 'Rate', 'Machine', 'load_machine', 'machine_path',
            'family_of', 'ALGORITHMS', 'SELECTIONS', 'DEFAULT_MACHINE']
 
 _MACHINES = os.path.join(os.path.dirname(os.path.dirname(
@@ -144,6 +149,57 @@ class Link:
             self.name, self.latency, self.bandwidth)
 
 
+def _positive(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+
+
+class Rate:
+    """Bytes/s of a memory operation (a copy, a reduction) inside a
+    collective on buffers of ``nbytes``: one figure, or ``points``
+    ``[(bytes, rate), ...]`` measured at a few buffer sizes. Between two
+    points the rate is interpolated on the logarithm of the size; below
+    the first and above the last it is that point's."""
+
+    __slots__ = ('points',)
+
+    def __init__(self, what, value):
+        if _positive(value):
+            self.points = [(1.0, float(value))]
+            return
+        if not (isinstance(value, (list, tuple)) and value):
+            raise ValueError('{} must be a positive number of bytes/s or '
+                             'a list of [bytes, bytes/s] points, got '
+                             '{!r}'.format(what, value))
+        for point in value:
+            if not (isinstance(point, (list, tuple)) and len(point) == 2
+                    and _positive(point[0]) and _positive(point[1])):
+                raise ValueError('{}: each point must be [bytes, bytes/s], '
+                                 'two positive numbers, got {!r}'.format(
+                                     what, point))
+        sizes = [size for size, _ in value]
+        if sizes != sorted(set(sizes)):
+            raise ValueError('{}: the points\' sizes must increase, got '
+                             '{!r}'.format(what, sizes))
+        self.points = [(float(n), float(r)) for n, r in value]
+
+    def at(self, nbytes):
+        """Bytes/s on buffers of ``nbytes``."""
+        points = self.points
+        if nbytes <= points[0][0]:
+            return points[0][1]
+        for (n0, r0), (n1, r1) in zip(points, points[1:]):
+            if nbytes <= n1:
+                w = math.log(nbytes / n0) / math.log(n1 / n0)
+                return r0 + w * (r1 - r0)
+        return points[-1][1]
+
+    def __repr__(self):
+        if len(self.points) == 1:
+            return '<Rate {:.3g} B/s>'.format(self.points[0][1])
+        return '<Rate {}>'.format(', '.join(
+            '{:.0f} B: {:.3g} B/s'.format(n, r) for n, r in self.points))
+
+
 def _log2(p):
     return math.ceil(math.log2(p)) if p > 1 else 0
 
@@ -207,7 +263,8 @@ class Machine:
     (None: all ranks on one node unless told otherwise) and
     ``cores_per_node`` (None: unlimited); ``reduce_bandwidth`` bytes/s
     a rank reduces (sums) at; ``copy_bandwidth`` bytes/s it copies
-    memory at (None: copies are free); ``compute_scale`` the default
+    memory at (None: copies are free), each a number or a :class:`Rate`'s
+    points; ``compute_scale`` the default
     factor on measured compute; ``collectives`` family -> forced
     algorithm; ``selection`` how the others are chosen (see
     :data:`SELECTIONS`).
@@ -221,15 +278,11 @@ class Machine:
         self.links = {'intra': intra, 'inter': inter or intra}
         self.ranks_per_node = ranks_per_node
         self.cores_per_node = cores_per_node
-        for what, value in (('reduce_bandwidth', reduce_bandwidth),
-                            ('copy_bandwidth', copy_bandwidth)):
-            if value is not None and (not isinstance(value, (int, float))
-                                      or value <= 0):
-                raise ValueError('{}: {} must be a positive number of '
-                                 'bytes/s, got {!r}'.format(name, what,
-                                                            value))
-        self.reduce_bandwidth = reduce_bandwidth
-        self.copy_bandwidth = copy_bandwidth
+        self.reduce_bandwidth, self.copy_bandwidth = (
+            None if value is None or isinstance(value, Rate) else
+            Rate('{}: {}'.format(name, what), value)
+            for what, value in (('reduce_bandwidth', reduce_bandwidth),
+                                ('copy_bandwidth', copy_bandwidth)))
         if selection not in SELECTIONS:
             raise ValueError('{}: unknown selection {!r} (known: {})'.format(
                 name, selection, ', '.join(SELECTIONS)))
@@ -272,7 +325,7 @@ class Machine:
         if not self.copy_bandwidth or (
                 in_place and algorithm != 'recursive_doubling'):
             return 0.0
-        return nbytes / self.copy_bandwidth
+        return nbytes / self.copy_bandwidth.at(nbytes)
 
     def collective_time(self, op, p, nbytes, link):
         """(seconds, algorithm) for collective ``op`` over ``p`` ranks
@@ -285,7 +338,7 @@ class Machine:
         a, b = link.latency, 1.0 / link.bandwidth
         reduces = family in ('allreduce', 'reduce', 'reduce_scatter',
                              'scan')
-        g = 1.0 / self.reduce_bandwidth if reduces and \
+        g = 1.0 / self.reduce_bandwidth.at(nbytes) if reduces and \
             self.reduce_bandwidth else 0.0
         if family in ('allgather', 'gather', 'scatter', 'reduce_scatter'):
             seconds = _gather_cost(algorithm, p, nbytes, a, b)

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.simulator_only('runs mpiexec itself, once')
 
 def test_description_round_trips(tmp_path):
     figures = {'latency': 1.5e-6, 'bandwidth': 4.2e9,
-               'reduce_bandwidth': 3e9, 'copy_bandwidth': 6e9,
+               'reduce_bandwidth': [[1 << 16, 9e9], [1 << 24, 3e9]],
+               'copy_bandwidth': [[1 << 16, 2e10], [1 << 24, 6e9]],
                'selection': 'openmpi', 'cores': 2, 'host': 'box'}
     path = tmp_path / 'm.toml'
     path.write_text(describe(figures, 'python -m simulator.calibrate'))
@@ -21,8 +22,9 @@ def test_description_round_trips(tmp_path):
     assert m.links['intra'].latency == pytest.approx(1.5e-6)
     assert m.links['intra'].bandwidth == pytest.approx(4.2e9)
     assert m.links['inter'] is m.links['intra']
-    assert m.cores_per_node == 2 and m.reduce_bandwidth == 3e9
-    assert m.copy_bandwidth == 6e9 and m.selection == 'openmpi'
+    assert m.cores_per_node == 2 and m.selection == 'openmpi'
+    assert m.reduce_bandwidth.points == [(1 << 16, 9e9), (1 << 24, 3e9)]
+    assert m.copy_bandwidth.at(1 << 24) == 6e9
     assert m.name.startswith('box')
 
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from simulator.engine.netmodel import Link, Machine, load_machine
+from simulator.engine.netmodel import Link, Machine, Rate, load_machine
 
 UNSAFE = 'checks the simulator\'s network model (no MPI program)'
 pytestmark = pytest.mark.simulator_only(UNSAFE)
@@ -169,5 +169,45 @@ def test_send_buffer_copies():
         pytest.approx(800 / 4e9)
     assert _openmpi().copy_time('ring', n, False) == 0.0
     with pytest.raises(ValueError, match='copy_bandwidth must be a '
-                       'positive number of bytes/s, got -1'):
+                       'positive number of bytes/s or a list of .* got -1'):
         _openmpi(copy_bandwidth=-1)
+
+
+def test_memory_rates_per_buffer_size():
+    # Cache-resident below 1 MiB, memory-bound from 4 MiB: at 2 MiB the
+    # rate is halfway on the logarithm of the size.
+    rate = Rate('copy', [[1 << 20, 12e9], [4 << 20, 6e9]])
+    assert rate.at(1000) == 12e9 and rate.at(1 << 20) == 12e9
+    assert rate.at(2 << 20) == pytest.approx(9e9)
+    assert rate.at(4 << 20) == 6e9 and rate.at(1 << 30) == 6e9
+    assert Rate('copy', 5e9).at(1) == Rate('copy', 5e9).at(1 << 30) == 5e9
+
+
+def test_allreduce_charges_the_rates_at_its_size():
+    # 2 ranks, Open MPI's Rabenseifner: copy the send buffer, send half,
+    # sum half, send half; the memory rates are those at 4 MiB.
+    n = 4 << 20
+    m = _openmpi(copy_bandwidth=[[1 << 20, 12e9], [4 << 20, 5e9]],
+                 reduce_bandwidth=[[1 << 20, 10e9], [16 << 20, 4e9]])
+    seconds, algorithm = m.collective_time('Allreduce', 2, n,
+                                           m.links['intra'])
+    assert algorithm == 'rabenseifner'
+    assert seconds == pytest.approx(2 * A + n / B + (n / 2) / 7e9)
+    assert m.copy_time(algorithm, n, False) == pytest.approx(n / 5e9)
+    # a small buffer stays in the caches: the first point's rates
+    assert m.copy_time('ring', 1 << 16, False) == pytest.approx(
+        (1 << 16) / 12e9)
+
+
+@pytest.mark.parametrize('bad, named', [
+    ([[1 << 20, 5e9], [1 << 10, 6e9]], "sizes must increase, got "
+                                       r"\[1048576, 1024\]"),
+    ([[1 << 20, 0]], r"each point must be \[bytes, bytes/s\], two "
+                     r"positive numbers, got \[1048576, 0\]"),
+    ([[1 << 20]], r"got \[1048576\]"),
+    ([], 'a list of'),
+    ('fast', "got 'fast'"),
+])
+def test_bad_memory_rates_are_named(bad, named):
+    with pytest.raises(ValueError, match='hand: reduce_bandwidth.*' + named):
+        Machine('hand', Link('intra', A, B), reduce_bandwidth=bad)
