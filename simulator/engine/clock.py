@@ -17,6 +17,13 @@ described machine (:class:`~simulator.engine.netmodel.Machine`):
   the prediction (a whole run on a slower machine still reads slower:
   the median steadies a run's outliers, not its level); ``'raw'``
   charges each measurement as it is;
+- the rank threads run on one core (``one_core``, the default, where the
+  platform lets a thread choose its cores): the CPU time of the same code
+  is 10-20 % higher when two rank threads run on two cores at once (the
+  interpreter's lock hands over between cores, and every object both
+  ranks touch, down to ``None``'s reference count, bounces between the
+  cores' caches: real MPI processes share nothing of that), and which
+  way the scheduler placed the threads varied from run to run;
 - a receive completes no earlier than its message arrives (sent at the
   sender's clock, plus the link's latency and size / bandwidth); a
   collective starts when its last rank arrives and lasts what its
@@ -32,6 +39,7 @@ virtual time is off.
 import builtins
 import contextlib
 import gc
+import os
 import statistics
 import sys
 import threading
@@ -67,6 +75,23 @@ _SITE_DEPTH = 8
 # measurement; short, so a key whose work changes (a growing batch)
 # is followed within a few repetitions.
 _WINDOW = 9
+
+
+def _launching_core():
+    """The core the rank threads share: the one the calling thread runs
+    on (the scheduler's pick for this process), if it may; else the
+    lowest it may use. None where threads cannot choose cores."""
+    if not hasattr(os, 'sched_setaffinity'):
+        return None
+    allowed = os.sched_getaffinity(0)
+    try:
+        with open('/proc/thread-self/stat') as f:
+            # Field 39, 'processor': the last core the thread ran on. The
+            # command name (field 2) may hold spaces: count after it.
+            core = int(f.read().rpartition(')')[2].split()[36])
+    except (OSError, IndexError, ValueError):
+        core = None
+    return core if core in allowed else min(allowed)
 
 
 def _site(frame):
@@ -160,6 +185,7 @@ class _Thread(threading.local):
         self.args = None
         self.in_place = None    # the current Allreduce's IN_PLACE, or None
         self.site = None        # where the current compute began
+        self.cores = None       # the thread's own cores, while pinned
 
 
 def payload_bytes(arg):
@@ -186,11 +212,14 @@ class VirtualTime:
     ``estimate`` is how a stretch of compute is charged: ``'median'``
     (its key's recent median, :class:`SegmentEstimate`) or ``'raw'`` (as
     measured); ``timeline`` keeps Trace Event spans for
-    :mod:`simulator.tools.timeline`.
+    :mod:`simulator.tools.timeline`; ``one_core``: the rank threads run
+    on one core (steadier compute: see the module's notes), or where the
+    operating system places them (False: faster for ranks that compute
+    outside the interpreter's lock, such as large BLAS calls).
     """
 
     def __init__(self, machine, compute_scale=None, timeline=False,
-                 estimate='median'):
+                 estimate='median', one_core=True):
         self.machine = machine
         self.compute_scale = machine.compute_scale if compute_scale is None \
             else float(compute_scale)
@@ -201,6 +230,8 @@ class VirtualTime:
             raise ValueError('estimate must be one of {}, got {!r}'.format(
                 ', '.join(ESTIMATES), estimate))
         self.estimate = estimate
+        self.one_core = bool(one_core)
+        self.core = None    # the core rank threads run on, once attached
         self.estimates = []
         self.events = [] if timeline else None
         self.world = None
@@ -236,6 +267,7 @@ class VirtualTime:
             1.0, per_node[n] / cores if cores else 1.0)
             for n in world.node_of]
         self._bases = {name: real() for name, real in _REAL.items()}
+        self.core = _launching_core() if self.one_core else None
 
     # -- threads and call boundaries (calling thread) -------------------
     def thread_started(self, rank):
@@ -245,12 +277,29 @@ class VirtualTime:
         st.mark = _thread_time()
         st.started = self.clocks[rank].now
         st.site = None
+        if self.core is not None:
+            try:
+                st.cores = os.sched_getaffinity(0)
+                os.sched_setaffinity(0, {self.core})
+            except OSError:
+                # The core went away (a cpuset changed): the thread runs
+                # where it may, its compute merely noisier.
+                st.cores = None
+        st.mark = _thread_time()
 
     def thread_ended(self, rank):
-        """The thread's last compute counts."""
-        if self._local.depth == 0:
+        """The thread's last compute counts; the thread gets its cores
+        back (it may outlive the rank)."""
+        st = self._local
+        if st.depth == 0:
             self._commit(rank, sys._getframe(1))
             self._span_compute(rank)
+        if st.cores is not None:
+            cores, st.cores = st.cores, None
+            try:
+                os.sched_setaffinity(0, cores)
+            except OSError:
+                pass    # as in thread_started: only placement is lost
 
     def _commit(self, rank, frame, less=0.0):
         # ``frame``: where the event ending this stretch happens. The

@@ -7,9 +7,9 @@ line a rank prints is prefixed with ``[rank]``. The exit status is
 non-zero when a rank failed or a check fired.
 
 ``--virtual-time`` (implied by ``--machine``, ``--compute-scale``,
-``--compute-estimate``, ``--timeline`` and ``--sizes``) runs it in
-virtual time on a described machine (:mod:`simulator.engine.clock`) and
-prints where the time went;
+``--compute-estimate``, ``--all-cores``, ``--timeline`` and ``--sizes``)
+runs it in virtual time on a described machine
+(:mod:`simulator.engine.clock`) and prints where the time went;
 ``--sizes 2,4,8`` runs it at each size and prints a scaling table.
 
 ``--schedule SEED`` makes every choice a real MPI may make differently
@@ -71,6 +71,11 @@ def _parser():
                       'the median of its recent repetitions at the same '
                       'code locations (median, the default: steady from '
                       'run to run) or as measured (raw)')
+    time.add_argument('--all-cores', action='store_true',
+                      help='let the rank threads run on every core (faster '
+                      'for ranks that compute outside the interpreter lock; '
+                      'by default they share one core, where their CPU '
+                      'times are steadier from run to run)')
     time.add_argument('--timeline', default=None, metavar='FILE.json',
                       help='write a Chrome trace (Perfetto) of the run')
     time.add_argument('--sizes', default=None, metavar='N,N,...',
@@ -95,12 +100,13 @@ def _clock(options):
     """A VirtualTime for one run, or None with virtual time off."""
     if not (options.virtual_time or options.machine or options.timeline
             or options.compute_scale is not None or options.sizes
-            or options.compute_estimate):
+            or options.compute_estimate or options.all_cores):
         return None
     machine = load_machine(options.machine or DEFAULT_MACHINE)
     return VirtualTime(machine, options.compute_scale,
                        timeline=bool(options.timeline),
-                       estimate=options.compute_estimate or ESTIMATES[0])
+                       estimate=options.compute_estimate or ESTIMATES[0],
+                       one_core=not options.all_cores)
 
 
 def _sizes(options, parser):

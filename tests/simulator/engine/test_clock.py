@@ -1,5 +1,6 @@
 """simulator.engine.clock: virtual time in ranks, worked by hand."""
 import os
+import threading
 import time
 
 import numpy as np
@@ -112,6 +113,41 @@ def test_prediction_does_not_depend_on_the_cores_the_simulation_had():
             os.sched_setaffinity(0, cores)
     ratio = sorted(crowded)[1] / sorted(alone)[1]
     assert 0.5 < ratio < 2.0, (alone, crowded)
+
+
+def _affinities(one_core):
+    # Each rank's own affinity, and that of a thread the rank starts.
+    def body(comm):
+        seen = []
+        child = threading.Thread(
+            target=lambda: seen.append(os.sched_getaffinity(0)))
+        child.start()
+        child.join()
+        return os.sched_getaffinity(0), seen[0]
+    clock = VirtualTime(Machine('slow', Link('intra', LATENCY, BANDWIDTH)),
+                        compute_scale=TINY, one_core=one_core)
+    return clock, simulator.run(body, 3, clock=clock)
+
+
+@pytest.mark.skipif(not hasattr(os, 'sched_setaffinity'),
+                    reason='needs CPU affinity (Linux)')
+def test_rank_threads_share_one_core_unless_told_otherwise():
+    cores = os.sched_getaffinity(0)
+    clock, seen = _affinities(True)
+    assert clock.core in cores
+    assert seen == [({clock.core}, {clock.core})] * 3
+    # the caller keeps its cores; the ranks get all of them when asked
+    assert os.sched_getaffinity(0) == cores
+    clock, seen = _affinities(False)
+    assert clock.core is None and seen == [(cores, cores)] * 3
+    # a process limited to some cores runs its ranks on one of those
+    os.sched_setaffinity(0, {max(cores)})
+    try:
+        clock, seen = _affinities(True)
+    finally:
+        os.sched_setaffinity(0, cores)
+    assert clock.core == max(cores)
+    assert seen == [({max(cores)}, {max(cores)})] * 3
 
 
 def test_oversubscribed_node_stretches_compute():
