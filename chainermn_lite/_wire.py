@@ -35,6 +35,7 @@ from chainermn_lite import _mpi
 
 __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
            'dtype_code', 'describe', 'describe_fixed', 'parse', 'parse_fixed',
+           'fixed_on_device',
            'allgather_descriptors', 'nbytes_of', 'byte_view', 'align',
            'offsets', 'check_count', 'arrays_at', 'FRAME_BYTES',
            'HEADER_WORDS', 'HEADER', 'KIND_ARRAY', 'KIND_TUPLE',
@@ -46,6 +47,10 @@ __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
 # -- descriptors ----------------------------------------------------------
 MAX_NDIM = 32
 DESCRIPTOR_WORDS = 2 + MAX_NDIM
+# A fixed row's ndim word carries this bit when the array was on a GPU:
+# a bcast or scatter receiver has no array of its own to take the kind
+# from, and ChainerMN answers on the current device then.
+_ON_DEVICE = 1 << 32
 
 # dtype.char is stable across processes and platforms of one build.
 _DTYPE_CHARS = '?bBhHiIlLqQefdgFDG'
@@ -87,12 +92,15 @@ def describe(x):
     return [dtype_code(x.dtype), x.ndim] + list(x.shape)
 
 
-def describe_fixed(x, out):
-    """Fill the int64 row ``out`` (DESCRIPTOR_WORDS) with x's descriptor."""
+def describe_fixed(x, out, on_device=False):
+    """Fill the int64 row ``out`` (DESCRIPTOR_WORDS) with x's descriptor;
+    ``on_device``: x is the host copy of a GPU array."""
     if x.ndim > MAX_NDIM:
         raise ValueError('arrays of ndim {} > {} are not supported (shape '
                          '{})'.format(x.ndim, MAX_NDIM, x.shape))
     words = describe(x)
+    if on_device:
+        words[1] |= _ON_DEVICE
     out[:len(words)] = words
     out[len(words):] = 0
     return out
@@ -108,8 +116,15 @@ def parse(words, start):
 
 def parse_fixed(row):
     """(dtype, shape) of a fixed-width descriptor row."""
-    dtype, shape, _ = parse(row.tolist(), 0)
+    words = row.tolist()
+    words[1] &= _ON_DEVICE - 1
+    dtype, shape, _ = parse(words, 0)
     return dtype, shape
+
+
+def fixed_on_device(row):
+    """True when the fixed row describes a GPU array's host copy."""
+    return bool(row[1] & _ON_DEVICE)
 
 
 def allgather_descriptors(mpi_comm, x, row=None):

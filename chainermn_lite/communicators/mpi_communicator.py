@@ -232,16 +232,17 @@ class MpiCommunicator(CommunicatorBase):
         _wire.check_count(total, what, self._rank)
         return counts, displs, total
 
-    def _one_per_rank(self, parts, what, whole=None):
+    def _one_per_rank(self, parts, what, whole=None, on_device=()):
         """(descriptor rows, v-send spec) of one array per rank, packed end
-        to end (``whole``: the parts are its rows, already end to end)."""
+        to end (``whole``: the parts are its rows, already end to end;
+        ``on_device``: per part, whether it came from a GPU array)."""
         if len(parts) != self._size:
             raise ValueError('{}: expecting {} arrays (one per rank), got '
                              '{}'.format(what, self._size, len(parts)))
         rows = numpy.empty((self._size, _wire.DESCRIPTOR_WORDS),
                            dtype=numpy.int64)
-        for row, p in zip(rows, parts):
-            _wire.describe_fixed(p, row)
+        for i, (row, p) in enumerate(zip(rows, parts)):
+            _wire.describe_fixed(p, row, i < len(on_device) and on_device[i])
         counts = [p.nbytes for p in parts]
         displs, total = _wire.offsets(counts)
         _wire.check_count(total, what, self._rank)
@@ -253,7 +254,8 @@ class MpiCommunicator(CommunicatorBase):
         return rows, [sbuf, (counts, displs)]
 
     def bcast(self, data, max_buf_len=None, root=0):
-        """bcast(data, max_buf_len=None, root=0): root's array everywhere."""
+        """bcast(data, max_buf_len=None, root=0): root's array everywhere
+        (on each receiver's current device when root's is a GPU array)."""
         self._check_root(root, 'bcast')
         chunk = max_buf_len or self._configs['max_buf_len']
         header = self._header
@@ -262,7 +264,7 @@ class MpiCommunicator(CommunicatorBase):
                 raise TypeError('bcast: tuple data cannot be broadcast '
                                 '(root {})'.format(root))
             x = _wire.as_sendable(data, 'bcast (root {})'.format(root))
-            _wire.describe_fixed(x, header)
+            _wire.describe_fixed(x, header, _device.is_device_array(data))
         self.mpi_comm.Bcast(header, root=root)
         if self._rank != root:
             dtype, shape = _wire.parse_fixed(header)
@@ -270,7 +272,10 @@ class MpiCommunicator(CommunicatorBase):
         view = _wire.byte_view(x)
         for start in range(0, view.size, chunk):
             self.mpi_comm.Bcast(view[start:start + chunk], root=root)
-        return data if self._rank == root else x
+        if self._rank == root:
+            return data
+        return _device.to_current_device(x) if _wire.fixed_on_device(
+            header) else x
 
     def gather(self, data, root=0):
         """gather(data, root=0): tuple of every rank's array at root."""
@@ -298,7 +303,8 @@ class MpiCommunicator(CommunicatorBase):
 
     def scatter(self, xs, root=0):
         """scatter(xs, root=0): rank i gets xs[i] (a tuple of arrays, or
-        an array split along its first axis) from root."""
+        an array split along its first axis) from root, on its current
+        device when xs[i] is a GPU array."""
         self._check_root(root, 'scatter')
         rows = None
         sendspec = None
@@ -308,18 +314,22 @@ class MpiCommunicator(CommunicatorBase):
             if isinstance(xs, (tuple, list)):
                 parts = [_wire.as_sendable(x, what) for x in xs]
                 packed = None
+                on_device = [_device.is_device_array(x) for x in xs]
             else:
                 arr = _wire.as_sendable(xs, what)
                 if arr.ndim == 0:
                     raise ValueError(what + ': cannot scatter a 0-d array')
                 parts = [arr[i] for i in range(arr.shape[0])]
                 packed = arr
-            rows, sendspec = self._one_per_rank(parts, what, packed)
+                on_device = [_device.is_device_array(xs)] * len(parts)
+            rows, sendspec = self._one_per_rank(parts, what, packed,
+                                                on_device)
         self.mpi_comm.Scatter(rows, header, root=root)
         dtype, shape = _wire.parse_fixed(header)
         out = numpy.empty(shape, dtype=dtype)
         self.mpi_comm.Scatterv(sendspec, _wire.byte_view(out), root=root)
-        return out
+        return _device.to_current_device(out) if _wire.fixed_on_device(
+            header) else out
 
     def alltoall(self, xs):
         """alltoall(xs): tuple whose i-th array is rank i's xs[rank]."""

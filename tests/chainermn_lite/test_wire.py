@@ -23,6 +23,11 @@ def test_descriptor_round_trip(dtype, shape):
     row = np.full(_wire.DESCRIPTOR_WORDS, -5, dtype=np.int64)
     _wire.describe_fixed(x, row)
     assert _wire.parse_fixed(row) == (np.dtype(dtype), shape)
+    assert not _wire.fixed_on_device(row)
+    # a GPU array's host copy: the same descriptor, flagged
+    _wire.describe_fixed(x, row, on_device=True)
+    assert _wire.parse_fixed(row) == (np.dtype(dtype), shape)
+    assert _wire.fixed_on_device(row)
     assert _wire.nbytes_of(np.dtype(dtype), shape) == x.nbytes
 
 

@@ -215,6 +215,30 @@ def test_array_collectives_answer_on_the_device(mpi_comm, make_communicator):
     comm.finalize()
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_bcast_and_scatter_of_device_arrays_arrive_on_the_device(
+        mpi_comm, make_communicator):
+    # ChainerMN: a root's CuPy array reaches every rank on its current
+    # device, though receivers have no array of their own to say so.
+    comm = make_communicator(mpi_comm, 'flat')
+    xp = _device(comm).xp
+    root = comm.size - 1
+    mine = xp.arange(6, dtype=xp.float32).reshape(2, 3)
+    got = comm.bcast(mine if comm.rank == root else None, root=root)
+    assert isinstance(got, xp.ndarray)
+    np.testing.assert_array_equal(got.get(), mine.get())
+    rows = xp.arange(comm.size * 4, dtype=xp.int32).reshape(comm.size, 4)
+    part = comm.scatter(rows if comm.rank == root else None, root=root)
+    assert isinstance(part, xp.ndarray)
+    np.testing.assert_array_equal(part.get(), rows[comm.rank].get())
+    # a tuple: each part keeps its own kind
+    parts = tuple(rows[r] if r % 2 else rows[r].get()
+                  for r in range(comm.size))
+    part = comm.scatter(parts if comm.rank == root else None, root=root)
+    assert isinstance(part, xp.ndarray if comm.rank % 2 else np.ndarray)
+    comm.finalize()
+
+
 @pytest.mark.mpi(sizes=(2,))
 def test_model_parallel_step_on_the_device(mpi_comm, make_communicator):
     # functions.send/recv forward and backward with CuPy arrays: the same
