@@ -10,7 +10,10 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
 - ``sys.argv`` (read, mutated or reassigned): each rank starts from the
   launcher's argv;
 - ``os.environ`` (and ``os.getenv``): a copy per rank taken at its first
-  use; ``subprocess`` children of a rank get that rank's environment;
+  use, with the variables Open MPI's ``mpiexec`` gives each process
+  (``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_LOCAL_RANK``... see
+  :func:`launcher_environ`: programs pick their GPU by them);
+  ``subprocess`` children of a rank get that rank's environment;
 - NumPy's global ``RandomState`` functions (``numpy.random.seed``,
   ``rand``...) and Python's ``random`` functions: one generator per rank,
   so the same seed gives every rank the numbers a process would get, and
@@ -43,7 +46,8 @@ from simulator.engine.patches import PatchSet
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
-           'rank_seed', 'real_sys_dict', 'PrivateSys', 'set_sys_class']
+           'rank_seed', 'real_sys_dict', 'PrivateSys', 'set_sys_class',
+           'launcher_environ']
 
 # Installed by privatized(); _install is defined below.
 _patches = PatchSet(lambda: _install())
@@ -86,6 +90,9 @@ class ProcessState:
     def environ(self):
         if self._environ is None:
             self._environ = dict(_base['environ'])
+            world = self.context.world
+            self._environ.update(launcher_environ(
+                world.node_of, self.context.rank, world.universe_size))
         return self._environ
 
     @property
@@ -102,6 +109,25 @@ class ProcessState:
 
 
 _base = {'argv': [], 'environ': {}}
+
+
+def launcher_environ(node_of, rank, universe):
+    """The variables Open MPI 5's ``mpiexec`` sets for world rank
+    ``rank`` when ranks are placed on nodes as ``node_of`` says (rank ->
+    node; a node's ranks numbered in world-rank order) and it offers
+    ``universe`` slots."""
+    node = node_of[rank]
+    on_node = [r for r, n in enumerate(node_of) if n == node]
+    size, local = str(len(node_of)), str(len(on_node))
+    local_rank = str(on_node.index(rank))
+    return {'OMPI_COMM_WORLD_RANK': str(rank),
+            'OMPI_COMM_WORLD_SIZE': size,
+            'OMPI_COMM_WORLD_LOCAL_RANK': local_rank,
+            'OMPI_COMM_WORLD_LOCAL_SIZE': local,
+            'OMPI_COMM_WORLD_NODE_RANK': local_rank,
+            'OMPI_UNIVERSE_SIZE': str(universe),
+            'OMPI_WORLD_SIZE': size,
+            'OMPI_WORLD_LOCAL_SIZE': local}
 
 
 def process_state():

@@ -27,6 +27,7 @@ fails and :class:`~simulator.errors.DeadlockError` when nothing can
 progress; ``world.break_with(error)`` makes every rank raise a fired check.
 """
 import copy
+import os
 import threading
 import time
 
@@ -34,7 +35,7 @@ from simulator.engine import reports
 from simulator.engine.actors import Actor, RankExit, current_actor
 from simulator.errors import DeadlockError, RankFailedError
 
-__all__ = ['World', 'SEND_MODES', 'POLL_GRACE']
+__all__ = ['World', 'SEND_MODES', 'POLL_GRACE', 'host_slots']
 
 # 'mixed': each standard send is eager or rendezvous, as the schedule draws.
 SEND_MODES = ('eager', 'rendezvous', 'mixed')
@@ -100,6 +101,9 @@ class World:
         for node in range(nodes):
             self.node_of += [node] * (per_node + (node < extra))
         self.lock = threading.Lock()
+        # MPI_UNIVERSE_SIZE: mpiexec offers a slot per core of each node,
+        # however many ranks it runs (more ranks oversubscribe them).
+        self.universe_size = nodes * host_slots()
         self.actors = [[] for _ in range(size)]    # live actors per rank
         self.live = 0                   # live actors in the world
         self._blocked = 0               # blocked and not yet woken
@@ -394,3 +398,22 @@ class World:
             self.break_with(DeadlockError(report.format(
                 '{} (ranks still running user code are listed without a '
                 'pending call)'.format(reason)), report=report))
+
+
+def host_slots():
+    """The slots Open MPI's mpiexec finds on this host: one per physical
+    core this process may run on (hardware threads of one core count
+    once), as its default mapping counts them."""
+    allowed = os.sched_getaffinity(0) if hasattr(
+        os, 'sched_getaffinity') else range(os.cpu_count() or 1)
+    cores = set()
+    for cpu in allowed:
+        base = '/sys/devices/system/cpu/cpu{}/topology/'.format(cpu)
+        try:
+            with open(base + 'physical_package_id') as f:
+                package = f.read().strip()
+            with open(base + 'core_id') as f:
+                cores.add((package, f.read().strip()))
+        except OSError:
+            cores.add(('cpu', cpu))     # no topology: a CPU is a core
+    return max(1, len(cores))

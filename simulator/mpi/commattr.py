@@ -575,7 +575,7 @@ def _predefined_attr(state, keyval):
             state.props.get('predefined') and keyval != LASTUSEDCODE):
         return None
     return {TAG_UB: TAG_UB_VALUE, IO: -1, WTIME_IS_GLOBAL: 0, APPNUM: 0,
-            UNIVERSE_SIZE: state.world.size,
+            UNIVERSE_SIZE: state.world.universe_size,
             LASTUSEDCODE: last_used_code()}[keyval]
 
 

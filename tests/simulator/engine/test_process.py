@@ -15,6 +15,7 @@ import pytest
 
 import simulator
 from simulator.engine import process
+from simulator.engine.world import host_slots
 
 _ENV = 'SIMULATOR_TEST_PROCESS_RANK'
 
@@ -60,6 +61,47 @@ def test_environ_writes_stay_in_the_rank_and_reach_its_children(mpi_comm):
         assert seen == [(str(r),) * 3 for r in range(mpi_comm.size)]
     finally:
         del os.environ[_ENV]
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_each_rank_has_the_launchers_variables(mpi_comm, MPI, simulated):
+    # What mpiexec puts in each process's environment (programs pick their
+    # GPU by the local rank); under mpiexec a test of fewer ranks than
+    # the job runs on a part of COMM_WORLD, so read COMM_WORLD.
+    world = MPI.COMM_WORLD
+    env = os.environ
+    size = str(world.size)
+    assert (env['OMPI_COMM_WORLD_RANK'], env['OMPI_COMM_WORLD_SIZE']) == (
+        str(world.rank), size)
+    assert env['OMPI_COMM_WORLD_LOCAL_SIZE'] == env['OMPI_WORLD_SIZE'] == \
+        env['OMPI_WORLD_LOCAL_SIZE'] == size
+    assert env['OMPI_COMM_WORLD_NODE_RANK'] == \
+        env['OMPI_COMM_WORLD_LOCAL_RANK']
+    # A slot per core, however many ranks run (Open MPI oversubscribes).
+    assert env['OMPI_UNIVERSE_SIZE'] == str(
+        world.Get_attr(MPI.UNIVERSE_SIZE)) == str(host_slots())
+    local = mpi_comm.allgather(int(env['OMPI_COMM_WORLD_LOCAL_RANK']))
+    if simulated:
+        assert local == list(range(world.size))
+    else:
+        # Open MPI numbers an oversubscribed node's ranks core by core
+        # (3 ranks on 2 cores: 0, 2, 1); the simulator by world rank.
+        assert len(set(local)) == len(local)
+
+
+@pytest.mark.mpi(sizes=(4,), nodes=2)
+@pytest.mark.simulator_only('places ranks on two simulated nodes')
+def test_local_ranks_count_within_each_node(mpi_comm):
+    env = os.environ
+    seen = mpi_comm.allgather((env['OMPI_COMM_WORLD_LOCAL_RANK'],
+                               env['OMPI_COMM_WORLD_LOCAL_SIZE']))
+    # two ranks per node, each node counting from 0
+    assert seen == [('0', '2'), ('1', '2')] * 2
+    # three ranks on two nodes: 2 then 1
+    assert [process.launcher_environ([0, 0, 1], r, 4)[
+        'OMPI_COMM_WORLD_LOCAL_SIZE'] for r in range(3)] == ['2', '2', '1']
+    assert process.launcher_environ([0, 0, 1], 2, 4)[
+        'OMPI_COMM_WORLD_LOCAL_RANK'] == '0'
 
 
 @pytest.mark.mpi(sizes=(1, 3))
