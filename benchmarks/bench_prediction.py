@@ -2,6 +2,7 @@
 
     python benchmarks/bench_prediction.py [--machine FILE] [--repeat N]
         [--quiet-below LOAD --quiet-wait S] [--compute-estimate median|raw]
+        [--all-cores] [--fixed-layout]
 
 Calibrates this machine first (``python -m simulator.calibrate``) unless
 ``--machine`` names a description, then for each case runs, in turns,
@@ -17,16 +18,26 @@ read in virtual time):
 
 Also printed: what virtual time adds to the simulator's own run time
 (the same case without ``--virtual-time``), the spread of the
-predictions and of the measurements over the repeats, and how busy the
+predictions and of the measurements over the repeats, where the
+predictions' spread comes from (the slowest simulated rank's compute
+and waiting in each run, from the simulator's summary line: compute
+moves with the CPU's speed, waiting with the ranks' speeds relative to
+each other), and how busy the
 real run kept its ranks (CPU seconds of the mpiexec run over its wall
 time times 2 ranks: Open MPI's ranks poll, so below ~90 % other work
 took their cores and the measurement is slower than the machine).
 Figures are medians over ``--repeat`` runs; the load average is printed
 with them, since a shared machine's measurements move with it.
 ``--quiet-below LOAD`` waits (at most ``--quiet-wait`` seconds in all)
-before each real run until the 1-minute load average is below LOAD.
-``--compute-estimate`` is passed to the simulator (how it charges
-compute; its default, ``median``, unless given).
+before each real run and each simulator run until the 1-minute load
+average is below LOAD: the goal for the predictions' spread holds "on a
+quiet machine", and the simulator's compute is CPU time, which other
+jobs stretch through shared caches and cores. ``--compute-estimate``,
+``--all-cores`` and ``--fixed-layout`` are passed to the simulator's
+virtual-time runs (how it charges compute, its default ``median`` unless
+given; whether its rank threads may run on every core instead of
+sharing one; whether it runs with address-space randomisation off, which
+its run time then includes: one more interpreter start-up).
 """
 import argparse
 import json
@@ -47,6 +58,9 @@ from simulator.engine.clock import ESTIMATES  # noqa: E402
 __all__ = ['main']
 
 _ELAPSED = re.compile(r'^(?:\[\d+\] )?(?:\x1b\[J)?\d+\s.*?([\d.]+)\s*$')
+# The simulator's summary of its slowest rank.
+_SUMMARY = re.compile(r'^virtual time: [\d.]+ s \(compute ([\d.]+), '
+                      r'communication [\d.]+, waiting ([\d.]+)\)')
 
 CASES = [
     ('mnist 2 ranks 2 epochs', 'elapsed',
@@ -121,6 +135,15 @@ def _figure(stdout, kind):
     raise SystemExit('no KERNELS line in:\n' + stdout[-2000:])
 
 
+def _slowest(stdout):
+    """(compute, waiting) seconds of the simulator's slowest rank."""
+    for line in stdout.splitlines():
+        found = _SUMMARY.match(line)
+        if found:
+            return float(found.group(1)), float(found.group(2))
+    raise SystemExit('no virtual time summary in:\n' + stdout[-2000:])
+
+
 def _calibrate(path):
     _run([sys.executable, '-m', 'simulator.calibrate', '-o', path])
     with open(path) as f:
@@ -142,9 +165,19 @@ def main(argv=None):
                         default=None, help='how the simulator charges '
                         'compute (default: the simulator\'s, {})'.format(
                             ESTIMATES[0]))
+    parser.add_argument('--all-cores', action='store_true',
+                        help='let the simulator\'s rank threads run on '
+                        'every core (default: they share one)')
+    parser.add_argument('--fixed-layout', action='store_true',
+                        help='run the simulator with address-space '
+                        'randomisation off')
     options = parser.parse_args(argv)
-    estimate = [] if options.compute_estimate is None else [
+    sim_options = [] if options.compute_estimate is None else [
         '--compute-estimate', options.compute_estimate]
+    if options.all_cores:
+        sim_options.append('--all-cores')
+    if options.fixed_layout:
+        sim_options.append('--fixed-layout')
     if options.repeat < 1:
         parser.error('--repeat must be at least 1, got {}'.format(
             options.repeat))
@@ -159,6 +192,7 @@ def main(argv=None):
     load_before = os.getloadavg()[0]
     rows = []
     runs = {}
+    sim_loads = []
     for name, kind, script in CASES:
         key = tuple(script)
         if key not in runs:
@@ -170,11 +204,14 @@ def main(argv=None):
                                        sys.executable] + script)
                 measured.append(out)
                 busy.append(cpu / (2 * wall))
+                quiet.wait()
+                sim_loads.append(os.getloadavg()[0])
                 out, wall, _ = _run([sys.executable, '-m', 'simulator',
                                      '-n', '2', '--machine', machine] +
-                                    estimate + script)
+                                    sim_options + script)
                 predicted.append(out)
                 sim_virtual.append(wall)
+                quiet.wait()
                 _, wall, _ = _run([sys.executable, '-m', 'simulator', '-n',
                                    '2'] + script)
                 sim_plain.append(wall)
@@ -187,14 +224,19 @@ def main(argv=None):
                      statistics.median(busy),
                      statistics.median(sim_virtual) /
                      statistics.median(sim_plain) - 1))
-    print('\ncompute estimate: {}'.format(options.compute_estimate or
-                                          ESTIMATES[0]))
+    print('\ncompute estimate: {}{}{}'.format(
+        options.compute_estimate or ESTIMATES[0],
+        '; rank threads on all cores' if options.all_cores else
+        '; rank threads on one core', '; address layout fixed'
+        if options.fixed_layout else ''))
     print('load average {:.1f} before, {:.1f} after (2 cores){}'.format(
         load_before, os.getloadavg()[0], '' if options.quiet_below is None
         else '; waited {:.0f} s for load < {}{}'.format(
             quiet.waited, options.quiet_below,
             ', gave up {} times'.format(quiet.gave_up) if quiet.gave_up
             else '')))
+    print('load average at the start of the simulator runs: {:.1f}-{:.1f}'
+          .format(min(sim_loads), max(sim_loads)))
     print('{:<36} {:>10} {:>10} {:>6} {:>9} {:>7} {:>7} {:>5} {:>7}'.format(
         'case (2 ranks)', 'predicted', 'measured', 'ratio', 'goal',
         'spread', 'm.sprd', 'busy', 'VT cost'))
@@ -208,7 +250,20 @@ def main(argv=None):
           'CPU of the mpiexec run over its wall time x 2 ranks; VT cost: '
           'simulator run time with virtual time over without, goal <= '
           '30%; the kernels share one run)'.format(options.repeat))
+    print('\nwhere the predictions moved: the slowest simulated rank, '
+          'each run (s)')
+    print('{:<36} {:>26} {:>26}'.format('script', 'compute', 'waiting'))
+    for script, (_, predicted, _, _, _) in runs.items():
+        compute, waiting = zip(*map(_slowest, predicted))
+        print('{:<36} {:>26} {:>26}'.format(
+            os.path.basename(script[0]), _range(compute), _range(waiting)))
     return 0
+
+
+def _range(values):
+    """'least-most (spread %)' of some seconds."""
+    return '{:.3f}-{:.3f} ({:.1f}%)'.format(min(values), max(values),
+                                           100 * _spread(values))
 
 
 def _spread(values):

@@ -7,8 +7,8 @@ line a rank prints is prefixed with ``[rank]``. The exit status is
 non-zero when a rank failed or a check fired.
 
 ``--virtual-time`` (implied by ``--machine``, ``--compute-scale``,
-``--compute-estimate``, ``--all-cores``, ``--timeline`` and ``--sizes``)
-runs it in virtual time on a described machine
+``--compute-estimate``, ``--all-cores``, ``--fixed-layout``,
+``--timeline`` and ``--sizes``) runs it in virtual time on a described machine
 (:mod:`simulator.engine.clock`) and prints where the time went;
 ``--sizes 2,4,8`` runs it at each size and prints a scaling table.
 
@@ -26,7 +26,7 @@ import sys
 import traceback
 
 from simulator.engine.actors import current
-from simulator.engine.clock import ESTIMATES, VirtualTime
+from simulator.engine.clock import ESTIMATES, VirtualTime, fixed_layout
 from simulator.engine.modules import register_private_module
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.engine.world import SEND_MODES
@@ -76,6 +76,12 @@ def _parser():
                       'for ranks that compute outside the interpreter lock; '
                       'by default they share one core, where their CPU '
                       'times are steadier from run to run)')
+    time.add_argument('--fixed-layout', action='store_true',
+                      help='run with address-space randomisation off (as '
+                      'setarch -R; the simulator executes itself once more, '
+                      'about 0.7 s): the CPU time of the same code moves '
+                      'with where libraries and buffers land, so predictions '
+                      'repeat more closely from run to run')
     time.add_argument('--timeline', default=None, metavar='FILE.json',
                       help='write a Chrome trace (Perfetto) of the run')
     time.add_argument('--sizes', default=None, metavar='N,N,...',
@@ -100,7 +106,8 @@ def _clock(options):
     """A VirtualTime for one run, or None with virtual time off."""
     if not (options.virtual_time or options.machine or options.timeline
             or options.compute_scale is not None or options.sizes
-            or options.compute_estimate or options.all_cores):
+            or options.compute_estimate or options.all_cores
+            or options.fixed_layout):
         return None
     machine = load_machine(options.machine or DEFAULT_MACHINE)
     return VirtualTime(machine, options.compute_scale,
@@ -128,6 +135,7 @@ def _sizes(options, parser):
 def main(argv=None):
     """Entry point; returns the process exit status."""
     parser = _parser()
+    argv_given = argv is not None
     argv = sys.argv[1:] if argv is None else list(argv)
     options = parser.parse_args(argv)
     sizes = _sizes(options, parser)
@@ -137,6 +145,15 @@ def main(argv=None):
         _clock(options)
     except (ValueError, OSError) as error:   # a bad machine description
         parser.error(str(error))
+    if options.fixed_layout:
+        if argv_given:
+            # The process's own command line is what runs again.
+            parser.error('--fixed-layout works on the command line '
+                         '(python -m simulator), not in main(argv)')
+        if not fixed_layout():
+            print('simulator: --fixed-layout: this system cannot turn '
+                  'address-space randomisation off; running with it on',
+                  file=sys.stderr)
     code, base = load_code(options.target, options.module)
     install_mpi4py()
     sys.argv = [base['__file__'] or options.target] + options.args
