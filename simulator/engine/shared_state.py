@@ -5,10 +5,14 @@ standard streams belong to the one real process: when a rank changes one
 of them, every other rank sees the change, where separate processes would
 not. While a world runs (:func:`reported`), such a call from a rank still
 happens, and a :class:`SharedStateWarning` names the call, the rank and
-the user's file:line so the difference is never silent.
+the user's file:line so the difference is never silent. The process id
+is one too: the user's own ``os.getpid()`` in a rank is reported (every
+rank gets the same id; a made-up one would break the libraries that look
+the process up by it).
 """
 import os
 import signal
+import sys
 import warnings
 
 from simulator.engine import process
@@ -102,9 +106,27 @@ def _patch_signal():
     return lambda: setattr(signal, 'signal', original)
 
 
+def _patch_getpid():
+    original = os.getpid
+
+    def getpid_in_rank():
+        # Only the user's own calls: libraries (logging, tempfile...) ask
+        # all the time, and for them one id is harmless.
+        if current() is not None and not is_library_file(
+                sys._getframe(1).f_code.co_filename):
+            warn_shared('os.getpid()', 'every rank gets the one process\'s '
+                        'id (separate processes would get their own): key '
+                        'files and seeds by rank instead')
+        return original()
+    getpid_in_rank.__doc__ = original.__doc__
+    os.getpid = getpid_in_rank
+    return lambda: setattr(os, 'getpid', original)
+
+
 def _install():
     sys_dict = process.real_sys_dict()
     return [
+        _patch_getpid(),
         _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path)),
         _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask)),
         _patch_signal(),
