@@ -11,6 +11,11 @@ Inheritance works by wrapping ``threading.Thread.start`` while at least one
 world runs (:func:`inherit_threads`); outside a rank, and outside a run,
 threads start as usual. Threads the simulator starts for itself set
 ``simulator_internal = True`` and belong to no rank.
+
+While worlds run, ``threading`` answers a rank's thread about its own
+process: ``main_thread()`` is the rank's main thread, ``enumerate()`` and
+``active_count()`` list the rank's live threads only (under mpiexec a
+process sees neither the other ranks' threads nor the simulator's).
 """
 import _thread
 import threading
@@ -127,6 +132,7 @@ def _start_in_rank(thread):
         # deadlock check must not fire while the thread is starting.
         actor = world.add_actor(context.rank, thread.name,
                                 daemon=thread.daemon)
+        context.threads.append(thread)
     target = thread.run
 
     def run():
@@ -149,9 +155,52 @@ def _start_in_rank(thread):
         raise
 
 
+_process_views = {'main_thread': threading.main_thread,
+                  'enumerate': threading.enumerate,
+                  'active_count': threading.active_count}
+
+
+def _rank_threads(context):
+    """The rank's live threads, its main thread first. Ended threads the
+    rank started are forgotten (a rank that starts many keeps no list of
+    them); its main thread stays ``main_thread()`` even once ended."""
+    with context.world.lock:
+        threads = context.threads
+        threads[1:] = [t for t in threads[1:] if t.is_alive()]
+        return [t for t in threads if t.is_alive()]
+
+
+def _main_thread():
+    context = current()
+    if context is None or not context.threads:
+        return _process_views['main_thread']()
+    return context.threads[0]
+
+
+def _enumerate():
+    context = current()
+    if context is None:
+        return _process_views['enumerate']()
+    return _rank_threads(context)
+
+
+def _active_count():
+    context = current()
+    if context is None:
+        return _process_views['active_count']()
+    return len(_rank_threads(context))
+
+
 def _install_inheritance():
     threading.Thread.start = _start_in_rank
-    return [lambda: setattr(threading.Thread, 'start', _original_start)]
+    mine = {'main_thread': _main_thread, 'enumerate': _enumerate,
+            'active_count': _active_count}
+    for name, view in mine.items():
+        view.__doc__ = _process_views[name].__doc__
+        setattr(threading, name, view)
+    return [lambda: setattr(threading.Thread, 'start', _original_start)] + [
+        lambda name=name: setattr(threading, name, _process_views[name])
+        for name in mine]
 
 
 _inheritance = PatchSet(_install_inheritance)

@@ -32,8 +32,9 @@ class RankContext:
     one NumPy's global functions use in this rank); ``process``: its
     private process state (:mod:`simulator.engine.process`, built on use);
     ``local``: state the layers above keep per rank (the mpi facade's
-    communicators...), name -> object; ``result`` / ``error``: how its
-    main function ended.
+    communicators...), name -> object; ``threads``: its threads, its
+    main thread first; ``result`` / ``error``: how its main function
+    ended.
     """
 
     def __init__(self, world, rank):
@@ -44,6 +45,7 @@ class RankContext:
         self._random = None
         self.process = None
         self.local = {}
+        self.threads = []
         self.result = None
         self.error = None
         # The script's globals when run by python -m simulator (pickle
@@ -74,6 +76,7 @@ def _rank_main(world, context, actor, main):
     # the interpreter (it was registered as one at start), so only the flag
     # its children copy is changed.
     threading.current_thread()._daemonic = False
+    context.threads.insert(0, threading.current_thread())
     actors.enter(context, actor)
     try:
         context.result = main(context)

@@ -116,6 +116,35 @@ def test_an_exception_in_a_helper_thread_does_not_fail_the_rank():
 
 
 @pytest.mark.simulator_only(UNSAFE)
+@pytest.mark.mpi(sizes=(1, 3))
+def test_threading_answers_about_the_ranks_own_process(mpi_comm, simulated):
+    me = threading.current_thread()
+    assert threading.main_thread() is me
+    assert me.name == 'MainThread'
+    seen = {}
+    go = threading.Event()
+
+    def helper():
+        seen['main'] = threading.main_thread()
+        seen['listed'] = threading.enumerate()
+        go.wait()
+    thread = threading.Thread(target=helper, name='helper')
+    thread.start()
+    while 'listed' not in seen:
+        time.sleep(0.001)
+    listed = threading.enumerate()
+    assert thread in listed and me in listed
+    assert threading.active_count() == len(listed)
+    go.set()
+    thread.join()
+    assert seen['main'] is me and thread in seen['listed']
+    assert thread not in threading.enumerate()
+    if simulated:
+        # none of the other ranks' threads, nor the simulator's own
+        assert threading.enumerate() == [me]
+    assert mpi_comm.allreduce(1) == mpi_comm.size
+
+
 def test_threads_outside_a_run_start_as_usual():
     from simulator.engine import actors
     simulator.run(lambda comm: None, 2)
