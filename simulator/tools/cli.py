@@ -217,7 +217,8 @@ def _explore(options, argv, code, base, size):
 
     # One pair of streams for every run: libraries keep the sys.stdout
     # they first saw (Chainer's PrintReport does).
-    streams = RankStream(_Redirect(), True), RankStream(_Redirect(), True)
+    streams = (RankStream(_Redirect(), True, tty=True),
+               RankStream(_Redirect(), True))
 
     def run_once(schedule, out, err):
         streams[0]._stream.target, streams[1]._stream.target = out, err
@@ -261,7 +262,7 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
     real_out, real_err = report = sys.stdout, sys.stderr
     if streams is None:
         hold = schedule is not None
-        out = RankStream(sink or sys.stdout, hold)
+        out = RankStream(sink or sys.stdout, hold, tty=True)
         err = RankStream(sink or sys.stderr, hold)
     else:
         out, err = streams

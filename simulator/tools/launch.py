@@ -72,11 +72,14 @@ class RankStream:
     Rank threads share ``sys.stdout``; this proxy keeps one partial line
     per rank so lines from different ranks never interleave. With
     ``hold`` the lines are kept until :meth:`release` writes them in rank
-    order (each rank's in its own order).
+    order (each rank's in its own order). ``tty``: what :meth:`isatty`
+    answers a rank: Open MPI's mpiexec gives each process's stdout a
+    pseudo-terminal, whatever its own output is, and its stderr a pipe.
     """
 
-    def __init__(self, stream, hold=False):
+    def __init__(self, stream, hold=False, tty=False):
         self._stream = stream
+        self._tty = tty
         self._lock = threading.Lock()
         self._partial = {}
         self._held = [] if hold else None
@@ -120,7 +123,7 @@ class RankStream:
         self._stream.flush()
 
     def isatty(self):
-        return False
+        return self._tty if current() is not None else False
 
     def __getattr__(self, name):
         return getattr(self._stream, name)

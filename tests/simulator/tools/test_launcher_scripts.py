@@ -125,6 +125,16 @@ def test_mpi4py_util_pkl5_script_matches_mpiexec(size):
     _assert_same_under_mpiexec(found, size, script)
 
 
+@pytest.mark.parametrize('size', [1, 2])
+def test_what_a_rank_sees_of_its_process_matches_mpiexec(size):
+    # stdout a terminal (Open MPI's pseudo-terminal), stderr not; the
+    # rank's own main thread; the launcher's variables; a slot per core.
+    script = _script('process_probe.py')
+    found = _simulated_payloads(size, script)
+    assert 'OUT rank=0 stdout_tty=True' in [p for _, p in found]
+    _assert_same_under_mpiexec(found, size, script)
+
+
 def test_module_mode_runs_as_main():
     simulated = _simulate(2, '-m', 'hello_ring')
     assert simulated.returncode == 0, simulated.stderr
