@@ -20,7 +20,8 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   unseeded draws differ between ranks (derived from the world's seed);
 - registered library objects (:func:`register_private_object`, e.g.
   Chainer's ``global_config``) and mappings
-  (:func:`register_private_mapping`, e.g. CuPy's per-device generators),
+  (:func:`register_private_mapping`, e.g. CuPy's per-device generators,
+  NumPy's print options),
   applied when their module is imported, so the simulator imports none;
 - the ``warnings`` filters (see :mod:`simulator.engine.rank_warnings`);
 - ``os._exit(n)`` ends the calling rank with status n (see
@@ -180,17 +181,26 @@ def set_sys_class(cls):
 
 class _RankMapping(collections.abc.MutableMapping):
     """A module's dict while worlds run: in a rank, that rank's copy
-    (kept in its process state under ``key``)."""
+    (kept in its process state under ``key``), which starts empty or,
+    with ``copied``, as the shared dict was at the rank's first use."""
 
-    def __init__(self, shared, key):
+    def __init__(self, shared, key, copied=False):
         self._shared = shared
         self._key = key
+        self._copied = copied
 
     def _view(self):
         state = process_state()
         if state is None:
             return self._shared
-        return state.objects.setdefault(self._key, {})
+        own = state.objects.get(self._key)
+        if own is None:
+            own = state.objects[self._key] = dict(
+                self._shared) if self._copied else {}
+        return own
+
+    def copy(self):
+        return dict(self._view())
 
     def __getitem__(self, key):
         return self._view()[key]
@@ -316,10 +326,12 @@ def register_private_object(module, attribute):
     _apply_registered(module)
 
 
-def register_private_mapping(module, attribute):
-    """Make the dict ``module.attribute`` private per rank (each rank
-    starts with an empty one), e.g. CuPy's per-device generators."""
-    _registry.setdefault(module, []).append((attribute, 'mapping'))
+def register_private_mapping(module, attribute, copied=False):
+    """Make the dict ``module.attribute`` private per rank: each rank
+    starts with an empty one (CuPy's per-device generators) or, with
+    ``copied``, with a copy of the process's (NumPy's print options)."""
+    _registry.setdefault(module, []).append(
+        (attribute, 'copied' if copied else 'mapping'))
     _apply_registered(module)
 
 
@@ -395,8 +407,8 @@ def _apply_registered(name):
             def undo(shared=shared, cls=cls):
                 shared.__class__ = cls
         else:
-            setattr(module, attribute, _RankMapping(shared, (name,
-                                                             attribute)))
+            setattr(module, attribute, _RankMapping(
+                shared, (name, attribute), copied=kind == 'copied'))
 
             def undo(module=module, attribute=attribute, shared=shared):
                 setattr(module, attribute, shared)
@@ -444,6 +456,10 @@ class _ApplyAfterLoad:
 
 register_private_object('chainer.configuration', 'global_config')
 register_private_mapping('cupy.random._generator', '_random_states')
+# NumPy 1.x keeps set_printoptions' settings in a module dict (NumPy 2 in
+# a context variable, which is per thread already).
+register_private_mapping('numpy.core.arrayprint', '_format_options',
+                         copied=True)
 
 
 # -- exit ---------------------------------------------------------------------

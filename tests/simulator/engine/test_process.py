@@ -105,6 +105,25 @@ def test_local_ranks_count_within_each_node(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 3))
+def test_numpy_print_options_set_by_one_rank_stay_there(mpi_comm):
+    before = np.get_printoptions()
+    unchanged = str(np.array([1 / 3]))
+    try:
+        if mpi_comm.rank == 0:
+            np.set_printoptions(precision=2)
+        mpi_comm.Barrier()
+        seen = mpi_comm.allgather((np.get_printoptions()['precision'],
+                                   str(np.array([1 / 3]))))
+        assert seen == [(2, '[0.33]')] + [
+            (before['precision'], unchanged)] * (mpi_comm.size - 1)
+        with np.printoptions(precision=4):
+            assert str(np.array([1 / 3])) == '[0.3333]'
+    finally:
+        mpi_comm.Barrier()
+        np.set_printoptions(**before)
+
+
+@pytest.mark.mpi(sizes=(1, 3))
 def test_chainer_global_config_set_by_one_rank_stays_there(mpi_comm):
     try:
         if mpi_comm.rank == 0:
