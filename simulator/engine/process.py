@@ -25,7 +25,10 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   applied when their module is imported, so the simulator imports none;
 - the ``warnings`` filters (see :mod:`simulator.engine.rank_warnings`);
 - ``os._exit(n)`` ends the calling rank with status n (see
-  :class:`ProcessExit`), not the simulator's process.
+  :class:`ProcessExit`), not the simulator's process;
+- ``socket.gethostname()`` in a world of several simulated nodes: the
+  rank's node (``MPI.Get_processor_name()``), so code that groups ranks
+  by host sees the nodes.
 
 Outside a rank everything is the process's own object, unchanged. User
 modules are made private by :mod:`simulator.engine.modules`; calls that
@@ -34,6 +37,7 @@ stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 import collections.abc
 import os
 import random
+import socket
 import subprocess
 import sys
 import types
@@ -498,6 +502,16 @@ def _exit_for(original):
 
 # -- install ------------------------------------------------------------------
 
+def _gethostname_for(real):
+    def gethostname():
+        context = current()
+        if context is None or context.world.nodes == 1:
+            return real()
+        return context.processor_name
+    gethostname.__doc__ = real.__doc__
+    return gethostname
+
+
 def _install():
     undo = []
     sys_dict = real_sys_dict()
@@ -515,6 +529,9 @@ def _install():
     os_exit = os._exit
     os._exit = _exit_for(os_exit)
     undo.append(lambda: setattr(os, '_exit', os_exit))
+    gethostname = socket.gethostname
+    socket.gethostname = _gethostname_for(gethostname)
+    undo.append(lambda: setattr(socket, 'gethostname', gethostname))
 
     undo.append(_swap_generator_functions(
         np.random, np.random.mtrand._rand, lambda s: s.numpy_random,

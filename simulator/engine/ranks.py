@@ -6,6 +6,8 @@ failure. A rank is a process: it ends when its main thread and every
 non-daemon thread it started have returned (see
 :mod:`simulator.engine.actors`).
 """
+import ipaddress
+import socket
 import sys
 import threading
 import time
@@ -24,10 +26,23 @@ _BIG_WORLD = 256
 _BIG_WORLD_STACK = 512 * 1024
 
 
+def host_name():
+    """This host's name as Open MPI's ``MPI_Get_processor_name`` gives
+    it: the host name without its domain (unless it is an address)."""
+    name = socket.gethostname()
+    try:
+        ipaddress.ip_address(name)
+        return name
+    except ValueError:
+        return name.split('.', 1)[0]
+
+
 class RankContext:
     """What one rank knows about itself.
 
-    ``rank`` (world rank), ``world``, ``node`` and ``processor_name``;
+    ``rank`` (world rank), ``world``, ``node`` and ``processor_name``
+    (this host's name on one node, as under mpiexec; ``node0``,
+    ``node1``... when the world has several);
     ``random``: a ``numpy.random.RandomState`` seeded for this rank (the
     one NumPy's global functions use in this rank); ``process``: its
     private process state (:mod:`simulator.engine.process`, built on use);
@@ -41,7 +56,8 @@ class RankContext:
         self.world = world
         self.rank = rank
         self.node = world.node_of[rank]
-        self.processor_name = 'node{}'.format(self.node)
+        self.processor_name = host_name() if world.nodes == 1 else \
+            'node{}'.format(self.node)
         self._random = None
         self.process = None
         self.local = {}

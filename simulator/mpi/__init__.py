@@ -5,12 +5,12 @@ world communicator (inside :func:`simulator.run` or ``python -m
 simulator``). Constants, datatypes, ops, ``Request``, ``Status`` and
 ``Exception`` behave as in mpi4py.
 """
-import socket
 import time
 
 import numpy as np
 
 from simulator.engine.actors import current, current_actor
+from simulator.engine.ranks import host_name
 from simulator.engine.communicator import CommState
 from simulator.mpi import constants as _constants
 from simulator.mpi import commattr as _commattr
@@ -100,9 +100,10 @@ _typedict = {code: from_dtype(np.dtype(code))
 
 
 def Get_processor_name():
-    """This rank's simulated host (``node0``...); the real one outside."""
+    """This rank's host: this one's name, or ``node0``... in a world of
+    several simulated nodes."""
     ctx = current()
-    return socket.gethostname() if ctx is None else ctx.processor_name
+    return host_name() if ctx is None else ctx.processor_name
 
 
 def Wtime():
