@@ -26,6 +26,10 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
 - the ``warnings`` filters (see :mod:`simulator.engine.rank_warnings`);
 - ``os._exit(n)`` ends the calling rank with status n (see
   :class:`ProcessExit`), not the simulator's process;
+- the program's own ``atexit.register``/``unregister`` (not the
+  libraries'): kept per rank and run, last registered first, in the rank
+  when its program ends (returns, ``sys.exit``, an exception; not
+  ``os._exit``), so a handler sees its rank and may still call MPI;
 - ``socket.gethostname()`` in a world of several simulated nodes: the
   rank's node (``MPI.Get_processor_name()``), so code that groups ranks
   by host sees the nodes.
@@ -34,25 +38,27 @@ Outside a rank everything is the process's own object, unchanged. User
 modules are made private by :mod:`simulator.engine.modules`; calls that
 stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 """
+import atexit
 import collections.abc
 import os
 import random
 import socket
 import subprocess
 import sys
+import traceback
 import types
 
 import numpy as np
 
 from simulator.engine import rank_warnings
 from simulator.engine.actors import RankExit, current
-from simulator.engine.libraries import find_spec_without
+from simulator.engine.libraries import find_spec_without, is_library_file
 from simulator.engine.patches import PatchSet
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
            'rank_seed', 'real_sys_dict', 'PrivateSys', 'set_sys_class',
-           'launcher_environ']
+           'launcher_environ', 'run_exit_handlers']
 
 # Installed by privatized(); _install is defined below.
 _patches = PatchSet(lambda: _install())
@@ -71,7 +77,7 @@ class ProcessState:
     use (4,096 ranks that never touch it cost nothing)."""
 
     __slots__ = ('context', '_argv', '_environ', '_python_random',
-                 'objects', 'modules')
+                 'objects', 'modules', 'exit_handlers')
 
     def __init__(self, context):
         self.context = context
@@ -80,6 +86,7 @@ class ProcessState:
         self._python_random = None
         self.objects = {}       # id(shared object) -> this rank's __dict__
         self.modules = {}       # name -> this rank's copy of a user module
+        self.exit_handlers = []     # the program's atexit registrations
 
     @property
     def argv(self):
@@ -502,6 +509,54 @@ def _exit_for(original):
 
 # -- install ------------------------------------------------------------------
 
+def _caller_is_user():
+    return not is_library_file(sys._getframe(2).f_code.co_filename)
+
+
+def _atexit_register_for(real):
+    def register(func, *args, **kwargs):
+        state = process_state()
+        if state is None or not _caller_is_user():
+            return real(func, *args, **kwargs)
+        state.exit_handlers.append((func, args, kwargs))
+        return func
+    register.__doc__ = real.__doc__
+    return register
+
+
+def _atexit_unregister_for(real):
+    def unregister(func):
+        state = process_state()
+        if state is None or not _caller_is_user():
+            return real(func)
+        state.exit_handlers[:] = [h for h in state.exit_handlers
+                                  if h[0] != func]
+    unregister.__doc__ = real.__doc__
+    return unregister
+
+
+def run_exit_handlers(context):
+    """Run the rank's atexit handlers, last registered first, as a
+    process does at exit: an exception is printed and the next one runs
+    (a SystemExit in one sets nothing: the rank's status stands)."""
+    state = context.process
+    if state is None:
+        return
+    while state.exit_handlers:
+        func, args, kwargs = state.exit_handlers.pop()
+        try:
+            func(*args, **kwargs)
+        except SystemExit:
+            pass
+        except Exception as error:
+            # As the interpreter reports it (an "unraisable" exception,
+            # not the excepthook an MPI abort hook may hold).
+            sys.stderr.write('Exception ignored in atexit callback: '
+                             '{!r}\n'.format(func))
+            traceback.print_exception(type(error), error,
+                                      error.__traceback__, file=sys.stderr)
+
+
 def _gethostname_for(real):
     def gethostname():
         context = current()
@@ -532,6 +587,11 @@ def _install():
     gethostname = socket.gethostname
     socket.gethostname = _gethostname_for(gethostname)
     undo.append(lambda: setattr(socket, 'gethostname', gethostname))
+    register, unregister = atexit.register, atexit.unregister
+    atexit.register = _atexit_register_for(register)
+    atexit.unregister = _atexit_unregister_for(unregister)
+    undo.append(lambda: (setattr(atexit, 'register', register),
+                         setattr(atexit, 'unregister', unregister)))
 
     undo.append(_swap_generator_functions(
         np.random, np.random.mtrand._rand, lambda s: s.numpy_random,

@@ -95,7 +95,14 @@ def _rank_main(world, context, actor, main):
     context.threads.insert(0, threading.current_thread())
     actors.enter(context, actor)
     try:
-        context.result = main(context)
+        try:
+            context.result = main(context)
+        except (actors.RankExit, KeyboardInterrupt):
+            raise
+        except BaseException:
+            process.run_exit_handlers(context)
+            raise
+        process.run_exit_handlers(context)
     except process.ProcessExit as stop:
         stop.end_rank(world, actor)
     except actors.RankExit:

@@ -123,6 +123,48 @@ def test_numpy_print_options_set_by_one_rank_stay_there(mpi_comm):
         np.set_printoptions(**before)
 
 
+_ATEXIT = ('a process runs its atexit handlers when it exits, after '
+           'pytest: only a simulated rank ends inside the test')
+
+
+@pytest.mark.simulator_only(_ATEXIT)
+def test_atexit_handlers_run_in_their_rank_when_its_program_ends(capsys):
+    import atexit
+    ran = []
+
+    def body(comm):
+        def total(tag):
+            # in the rank, which may still communicate
+            ran.append((comm.rank, tag, comm.allreduce(comm.rank)))
+        atexit.register(total, 'first')
+        atexit.register(lambda: 1 / 0)          # printed, then the next
+        atexit.register(total, 'last')
+        atexit.register(ran.append, 'dropped')
+        atexit.unregister(ran.append)
+        if comm.rank == 1:
+            sys.exit(0)
+    simulator.run(body, 2)
+    assert sorted(ran) == [(0, 'first', 1), (0, 'last', 1),
+                           (1, 'first', 1), (1, 'last', 1)]
+    # last registered first, in each rank
+    assert [tag for r, tag, _ in ran if r == 0] == ['last', 'first']
+    err = capsys.readouterr().err
+    assert err.count('Exception ignored in atexit callback') == 2
+    assert 'ZeroDivisionError' in err
+
+
+@pytest.mark.simulator_only(_ATEXIT)
+def test_os_exit_skips_the_ranks_atexit_handlers():
+    import atexit
+    ran = []
+
+    def body(comm):
+        atexit.register(ran.append, comm.rank)
+        os._exit(0)
+    simulator.run(body, 1)
+    assert ran == []
+
+
 @pytest.mark.mpi(sizes=(1, 3))
 def test_chainer_global_config_set_by_one_rank_stays_there(mpi_comm):
     try:
