@@ -19,7 +19,7 @@ described machine (:class:`~simulator.engine.netmodel.Machine`):
   charges each measurement as it is;
 - the rank threads run on one core (``one_core``, the default, where the
   platform lets a thread choose its cores): the CPU time of the same code
-  is 10-20 % higher when two rank threads run on two cores at once (the
+  was up to 20 % higher when two rank threads ran on two cores at once (the
   interpreter's lock hands over between cores, and every object both
   ranks touch, down to ``None``'s reference count, bounces between the
   cores' caches: real MPI processes share nothing of that), and which
@@ -114,7 +114,13 @@ def fixed_layout():
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     os.environ[_REEXECUTED] = '1'
-    os.execv(sys.executable, sys.orig_argv)
+    try:
+        os.execv(sys.executable, sys.orig_argv)
+    except OSError:
+        # The interpreter cannot be executed again (gone, or a sandbox):
+        # run on, randomised, as where the kernel refuses.
+        del os.environ[_REEXECUTED]
+        return False
 
 
 def _launching_core():
