@@ -43,7 +43,8 @@ Layers, each importing only those below it: :mod:`simulator.errors`;
 from simulator.engine.actors import current
 from simulator.engine.libraries import register_library
 from simulator.engine.reports import register_explainer
-from simulator.errors import (AbortError, CollectiveMismatchError,
+from simulator.errors import (AbortError, BufferModifiedError,
+                              CollectiveMismatchError,
                               DeadlockError, MessageMismatchError,
                               RankFailedError, SimulatorError,
                               UnmatchedMessageError)
@@ -54,4 +55,4 @@ __all__ = ['run', 'explore', 'current', 'register_explainer',
            'register_library',
            'SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
-           'RankFailedError', 'AbortError']
+           'RankFailedError', 'AbortError', 'BufferModifiedError']

@@ -2,7 +2,7 @@
 
 __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
-           'RankFailedError', 'AbortError']
+           'RankFailedError', 'AbortError', 'BufferModifiedError']
 
 
 class SimulatorError(Exception):
@@ -31,6 +31,11 @@ class UnmatchedMessageError(SimulatorError):
 
 class MessageMismatchError(SimulatorError):
     """A receive does not fit the message (dtype or kind differs)."""
+
+
+class BufferModifiedError(SimulatorError):
+    """A rank wrote to the buffer of a send still in progress (MPI
+    forbids it: the receiver may get the old contents or the new)."""
 
 
 class RankFailedError(SimulatorError):

@@ -14,7 +14,8 @@ import numpy as np
 from simulator.engine import activity, p2p
 from simulator.engine.reports import Report
 from simulator.engine.trace import CallRecord, capture
-from simulator.errors import MessageMismatchError, UnmatchedMessageError
+from simulator.errors import (BufferModifiedError, MessageMismatchError,
+                              UnmatchedMessageError)
 from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
@@ -26,6 +27,34 @@ __all__ = ['PointToPoint', 'OBJECT', 'BUFFER']
 
 OBJECT = 'object'
 BUFFER = 'buffer'
+
+
+class SendRequest(Request):
+    """A non-blocking buffer send: when it completes, the caller's buffer
+    must still hold what was sent (MPI forbids writing it before; the
+    simulator copies at the call, so a write would go unseen here and
+    be sent or not under a real MPI, by message size and timing)."""
+
+    __module__ = 'simulator.mpi'
+
+    def __init__(self, send, memory, sent):
+        super().__init__(send)
+        self._memory = memory
+        self._sent = sent
+
+    def _finish(self, status):
+        memory, sent = self._memory, self._sent
+        self._memory = self._sent = None
+        if memory is not None and memory.size and not np.array_equal(
+                memory.view(np.uint8), sent.view(np.uint8)):
+            record = self._activity.record
+            raise BufferModifiedError(
+                'rank {} wrote to the buffer of {} before the send '
+                'completed: MPI forbids changing a pending send\'s buffer '
+                '(a real MPI may send the old contents or the new, by '
+                'message size and timing); wait for the request first'
+                .format(record.rank, record.describe()))
+        return super()._finish(status)
 
 
 class RecvRequest(Request):
@@ -200,11 +229,21 @@ class PointToPoint:
                 world.block(recv.ready, record, recv.hopeless)
         return request
 
-    def _send_buffer(self, op, buf, dest, tag, sync=False, block=False):
+    def _send_buffer(self, op, buf, dest, tag, sync=False, block=False,
+                     checked=False):
+        """Send ``buf``; ``checked``: the caller's request, whose buffer
+        must be left alone until it completes (:class:`SendRequest`)."""
         b = parse(buf, op, packed=True) if buf is not None else \
             parse([None, 0, 'B'], op)
-        return self._isend(op, BUFFER, b.data[:b.count].copy(), b.datatype,
-                           dest, tag, sync, block)
+        sent = b.data[:b.count].copy()
+        request = self._isend(op, BUFFER, sent, b.datatype, dest, tag, sync,
+                              block)
+        if not checked or type(request) is not Request or \
+                b.scatter is not None:
+            return request
+        # A view of the caller's memory (not a packed copy): checked
+        # against what was sent when the request completes.
+        return SendRequest(request._activity, b.data[:b.count], sent)
 
     def send(self, obj, dest, tag=0):
         """Send a picklable object (eager: returns at once)."""
@@ -265,11 +304,13 @@ class PointToPoint:
 
     def Ibsend(self, buf, dest, tag=0):
         """Start a buffered send."""
-        return self._send_buffer('Ibsend', buf, dest, tag)
+        return self._send_buffer('Ibsend', buf, dest, tag,
+                                 checked=True)
 
     def Irsend(self, buf, dest, tag=0):
         """Start a ready send."""
-        return self._send_buffer('Irsend', buf, dest, tag)
+        return self._send_buffer('Irsend', buf, dest, tag,
+                                 checked=True)
 
     def bsend(self, obj, dest, tag=0):
         """Buffered object send (eager)."""
@@ -285,11 +326,13 @@ class PointToPoint:
 
     def Isend(self, buf, dest, tag=0):
         """Start sending a buffer."""
-        return self._send_buffer('Isend', buf, dest, tag)
+        return self._send_buffer('Isend', buf, dest, tag,
+                                 checked=True)
 
     def Issend(self, buf, dest, tag=0):
         """Start a synchronous buffer send."""
-        return self._send_buffer('Issend', buf, dest, tag, sync=True)
+        return self._send_buffer('Issend', buf, dest, tag, sync=True,
+                                 checked=True)
 
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,
              status=None):

@@ -1,0 +1,65 @@
+"""simulator.mpi.p2p: what only the simulator checks of point-to-point
+calls (real MPI leaves these undefined, so the tests run in-process)."""
+import numpy as np
+import pytest
+
+import simulator
+from simulator.errors import BufferModifiedError
+
+pytestmark = pytest.mark.simulator_only(
+    'checks a rule Open MPI does not check: a pending send\'s buffer')
+
+
+def _pair(sender):
+    """Run ``sender(comm, buf)`` on rank 0 (it sends ``buf``, 4 floats,
+    to rank 1 with tag 7) while rank 1 receives; rank 1's data."""
+    def body(comm):
+        if comm.rank == 0:
+            sender(comm, np.zeros(4))
+            return None
+        got = np.empty(4)
+        comm.Recv(got, source=0, tag=7)
+        return got.tolist()
+    return simulator.run(body, 2)[1]
+
+
+@pytest.mark.parametrize('op', ['Isend', 'Issend', 'Ibsend', 'Irsend'])
+def test_writing_a_pending_sends_buffer_is_reported_at_its_wait(op):
+    def sender(comm, buf):
+        request = getattr(comm, op)(buf, dest=1, tag=7)
+        buf[1] = 5.0
+        request.Wait()
+    with pytest.raises(BufferModifiedError) as info:
+        _pair(sender)
+    text = str(info.value)
+    assert text.startswith('rank 0 wrote to the buffer of {}(peer=1, tag=7'
+                           .format(op))
+    assert __file__ in text and 'wait for the request first' in text
+
+
+def test_test_and_waitall_check_it_too():
+    def by_test(comm, buf):
+        request = comm.Isend(buf, dest=1, tag=7)
+        buf[0] = np.nan
+        while not request.Test():
+            pass
+    with pytest.raises(BufferModifiedError):
+        _pair(by_test)
+
+    def by_waitall(comm, buf):
+        from simulator import mpi
+        requests = [comm.Isend(buf, dest=1, tag=7)]
+        buf += 1
+        mpi.Request.Waitall(requests)
+    with pytest.raises(BufferModifiedError):
+        _pair(by_waitall)
+
+
+def test_writing_after_the_wait_or_rewriting_the_same_bits_is_fine():
+    def sender(comm, buf):
+        buf[:] = 2.0
+        request = comm.Isend(buf, dest=1, tag=7)
+        buf[:] = 2.0                    # the same contents
+        request.Wait()
+        buf[:] = 3.0                    # the send is over
+    assert _pair(sender) == [2.0] * 4
