@@ -17,7 +17,7 @@ import sysconfig
 import threading
 
 __all__ = ['is_library_file', 'library_dirs', 'register_library',
-           'find_spec_without']
+           'find_spec_without', 'caller_is_user']
 
 _SIMULATOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
@@ -102,6 +102,13 @@ def is_library_file(filename):
         # '<stdin>' are code the user wrote.
         return filename.startswith('<frozen')
     return filename.startswith(library_dirs())
+
+
+def caller_is_user():
+    """True when the function that calls this was itself called from the
+    user's code (not from a library): for patches that act only on the
+    program's own calls."""
+    return not is_library_file(sys._getframe(2).f_code.co_filename)
 
 
 def find_spec_without(hook, fullname, path=None, target=None):

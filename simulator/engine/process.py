@@ -52,7 +52,7 @@ import numpy as np
 
 from simulator.engine import rank_warnings
 from simulator.engine.actors import RankExit, current
-from simulator.engine.libraries import find_spec_without, is_library_file
+from simulator.engine.libraries import caller_is_user, find_spec_without
 from simulator.engine.patches import PatchSet
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
@@ -509,14 +509,10 @@ def _exit_for(original):
 
 # -- install ------------------------------------------------------------------
 
-def _caller_is_user():
-    return not is_library_file(sys._getframe(2).f_code.co_filename)
-
-
 def _atexit_register_for(real):
     def register(func, *args, **kwargs):
         state = process_state()
-        if state is None or not _caller_is_user():
+        if state is None or not caller_is_user():
             return real(func, *args, **kwargs)
         state.exit_handlers.append((func, args, kwargs))
         return func
@@ -527,7 +523,7 @@ def _atexit_register_for(real):
 def _atexit_unregister_for(real):
     def unregister(func):
         state = process_state()
-        if state is None or not _caller_is_user():
+        if state is None or not caller_is_user():
             return real(func)
         state.exit_handlers[:] = [h for h in state.exit_handlers
                                   if h[0] != func]

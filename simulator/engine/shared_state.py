@@ -12,12 +12,11 @@ the process up by it).
 """
 import os
 import signal
-import sys
 import warnings
 
 from simulator.engine import process
 from simulator.engine.actors import current
-from simulator.engine.libraries import is_library_file
+from simulator.engine.libraries import caller_is_user, is_library_file
 from simulator.engine.patches import PatchSet
 from simulator.engine.trace import capture, resolve, user_frame
 
@@ -112,8 +111,7 @@ def _patch_getpid():
     def getpid_in_rank():
         # Only the user's own calls: libraries (logging, tempfile...) ask
         # all the time, and for them one id is harmless.
-        if current() is not None and not is_library_file(
-                sys._getframe(1).f_code.co_filename):
+        if current() is not None and caller_is_user():
             warn_shared('os.getpid()', 'every rank gets the one process\'s '
                         'id (separate processes would get their own): key '
                         'files and seeds by rank instead')
