@@ -23,10 +23,19 @@ from simulator.mpi import pickling
 from simulator.mpi.msgspec import parse
 from simulator.mpi.request import ProcNullRequest, Request
 
-__all__ = ['PointToPoint', 'OBJECT', 'BUFFER']
+__all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send']
 
 OBJECT = 'object'
 BUFFER = 'buffer'
+
+
+def checked_send(request, b, sent):
+    """``request`` (a send of buffer ``b``, whose data ``sent`` went out)
+    as a :class:`SendRequest` that checks the caller's memory when it
+    completes; as it is where ``b`` is a packed copy, not that memory."""
+    if type(request) is not Request or b.scatter is not None:
+        return request
+    return SendRequest(request._activity, b.data[:b.count], sent)
 
 
 class SendRequest(Request):
@@ -238,12 +247,7 @@ class PointToPoint:
         sent = b.data[:b.count].copy()
         request = self._isend(op, BUFFER, sent, b.datatype, dest, tag, sync,
                               block)
-        if not checked or type(request) is not Request or \
-                b.scatter is not None:
-            return request
-        # A view of the caller's memory (not a packed copy): checked
-        # against what was sent when the request completes.
-        return SendRequest(request._activity, b.data[:b.count], sent)
+        return checked_send(request, b, sent) if checked else request
 
     def send(self, obj, dest, tag=0):
         """Send a picklable object (eager: returns at once)."""

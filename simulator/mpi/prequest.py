@@ -8,7 +8,7 @@ request is inactive, not null: it keeps its handle, as in MPI.
 """
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.datatypes import DATATYPE_NAMES
-from simulator.mpi.p2p import BUFFER
+from simulator.mpi.p2p import BUFFER, checked_send
 from simulator.mpi.request import Request
 
 __all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'message_buffer']
@@ -124,13 +124,19 @@ class PersistentP2P:
     def _init(self, op, start):
         return Prequest(start=start)
 
+    def _start_send(self, op, b, dest, tag, sync=False):
+        # Each Start sends the buffer as it is then; until that send
+        # completes the buffer must stay as it was (checked_send).
+        sent = b.data[:b.count].copy()
+        return checked_send(self._isend(op, BUFFER, sent, b.datatype, dest,
+                                        tag, sync), b, sent)
+
     def Send_init(self, buf, dest, tag=0):
         """A persistent standard send."""
         b = message_buffer(buf, 'Send_init')
         self._peer(dest, 'destination', False)
-        return Prequest(start=lambda: self._isend(
-            'Send_init', BUFFER, b.data[:b.count].copy(), b.datatype, dest,
-            tag))
+        return Prequest(start=lambda: self._start_send('Send_init', b, dest,
+                                                       tag))
 
     Bsend_init = Send_init
     Rsend_init = Send_init
@@ -139,9 +145,8 @@ class PersistentP2P:
         """A persistent synchronous send."""
         b = message_buffer(buf, 'Ssend_init')
         self._peer(dest, 'destination', False)
-        return Prequest(start=lambda: self._isend(
-            'Ssend_init', BUFFER, b.data[:b.count].copy(), b.datatype,
-            dest, tag, sync=True))
+        return Prequest(start=lambda: self._start_send(
+            'Ssend_init', b, dest, tag, sync=True))
 
     def Recv_init(self, buf, source=-1, tag=-1):
         """A persistent receive."""

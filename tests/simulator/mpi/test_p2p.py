@@ -55,6 +55,32 @@ def test_test_and_waitall_check_it_too():
         _pair(by_waitall)
 
 
+@pytest.mark.parametrize('op', ['Send_init', 'Ssend_init'])
+def test_persistent_sends_check_each_start(op):
+    def cycles(comm, buf):
+        request = getattr(comm, op)(buf, dest=1, tag=7)
+        for step in range(3):
+            buf[:] = step           # between a Wait and the next Start
+            request.Start()
+            if step == 2:
+                buf[0] = -1.0       # while the third send is pending
+            request.Wait()
+
+    def body(comm):
+        if comm.rank == 0:
+            cycles(comm, np.zeros(4))
+            return None
+        got = []
+        for _ in range(3):
+            data = np.empty(4)
+            comm.Recv(data, source=0, tag=7)
+            got.append(data[0])
+        return got
+    with pytest.raises(BufferModifiedError, match='rank 0 wrote to the '
+                       'buffer of {}'.format(op)):
+        simulator.run(body, 2)
+
+
 def test_writing_after_the_wait_or_rewriting_the_same_bits_is_fine():
     def sender(comm, buf):
         buf[:] = 2.0
