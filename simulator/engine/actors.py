@@ -20,7 +20,7 @@ process sees neither the other ranks' threads nor the simulator's).
 import _thread
 import threading
 
-from simulator.engine.patches import PatchSet
+from simulator.engine.patches import PatchSet, wrap
 
 __all__ = ['Actor', 'RankExit', 'current', 'current_actor', 'enter',
            'leave', 'inherit_threads']
@@ -155,11 +155,6 @@ def _start_in_rank(thread):
         raise
 
 
-_process_views = {'main_thread': threading.main_thread,
-                  'enumerate': threading.enumerate,
-                  'active_count': threading.active_count}
-
-
 def _rank_threads(context):
     """The rank's live threads, its main thread first. Ended threads the
     rank started are forgotten (a rank that starts many keeps no list of
@@ -170,37 +165,26 @@ def _rank_threads(context):
         return [t for t in threads if t.is_alive()]
 
 
-def _main_thread():
-    context = current()
-    if context is None or not context.threads:
-        return _process_views['main_thread']()
-    return context.threads[0]
-
-
-def _enumerate():
-    context = current()
-    if context is None:
-        return _process_views['enumerate']()
-    return _rank_threads(context)
-
-
-def _active_count():
-    context = current()
-    if context is None:
-        return _process_views['active_count']()
-    return len(_rank_threads(context))
+def _in_rank(answer):
+    """A ``threading`` function that answers ``answer(context)`` in a
+    rank (the process's own answer outside one)."""
+    def make(original):
+        def view():
+            context = current()
+            return original() if context is None or not context.threads \
+                else answer(context)
+        return view
+    return make
 
 
 def _install_inheritance():
     threading.Thread.start = _start_in_rank
-    mine = {'main_thread': _main_thread, 'enumerate': _enumerate,
-            'active_count': _active_count}
-    for name, view in mine.items():
-        view.__doc__ = _process_views[name].__doc__
-        setattr(threading, name, view)
-    return [lambda: setattr(threading.Thread, 'start', _original_start)] + [
-        lambda name=name: setattr(threading, name, _process_views[name])
-        for name in mine]
+    return [lambda: setattr(threading.Thread, 'start', _original_start),
+            wrap(threading, 'main_thread',
+                 _in_rank(lambda context: context.threads[0])),
+            wrap(threading, 'enumerate', _in_rank(_rank_threads)),
+            wrap(threading, 'active_count',
+                 _in_rank(lambda context: len(_rank_threads(context))))]
 
 
 _inheritance = PatchSet(_install_inheritance)

@@ -5,9 +5,10 @@ of patches counts its holders: it is installed when the first enters and
 undone when the last leaves.
 """
 import contextlib
+import functools
 import threading
 
-__all__ = ['PatchSet']
+__all__ = ['PatchSet', 'wrap']
 
 
 class PatchSet:
@@ -40,3 +41,18 @@ class PatchSet:
                     for undo in reversed(self._undo):
                         undo()
                     self._undo = []
+
+
+def wrap(owner, name, make):
+    """Replace ``owner.name`` (``owner[name]`` for a dict) by
+    ``make(original)``, which keeps the original's name and docstring;
+    return the callable that puts the original back (for an install
+    function's undo list)."""
+    is_dict = isinstance(owner, dict)
+    original = owner[name] if is_dict else getattr(owner, name)
+    wrapper = functools.update_wrapper(make(original), original)
+    if is_dict:
+        owner[name] = wrapper
+        return lambda: owner.__setitem__(name, original)
+    setattr(owner, name, wrapper)
+    return lambda: setattr(owner, name, original)

@@ -53,7 +53,7 @@ import numpy as np
 from simulator.engine import rank_warnings
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import caller_is_user, find_spec_without
-from simulator.engine.patches import PatchSet
+from simulator.engine.patches import PatchSet, wrap
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
@@ -265,7 +265,6 @@ def _popen_init_for(original):
                 'env' not in kwargs and len(more) < 10:
             kwargs['env'] = dict(state._environ)
         original(self, args, *more, **kwargs)
-    __init__.__doc__ = original.__doc__
     return __init__
 
 
@@ -503,7 +502,6 @@ def _exit_for(original):
         if current() is None:
             original(status)
         raise ProcessExit(status)
-    _exit.__doc__ = original.__doc__
     return _exit
 
 
@@ -516,7 +514,6 @@ def _atexit_register_for(real):
             return real(func, *args, **kwargs)
         state.exit_handlers.append((func, args, kwargs))
         return func
-    register.__doc__ = real.__doc__
     return register
 
 
@@ -527,7 +524,6 @@ def _atexit_unregister_for(real):
             return real(func)
         state.exit_handlers[:] = [h for h in state.exit_handlers
                                   if h[0] != func]
-    unregister.__doc__ = real.__doc__
     return unregister
 
 
@@ -559,7 +555,6 @@ def _gethostname_for(real):
         if context is None or context.world.nodes == 1:
             return real()
         return context.processor_name
-    gethostname.__doc__ = real.__doc__
     return gethostname
 
 
@@ -574,20 +569,11 @@ def _install():
     shared_environ = os.environ
     os.environ = _RankEnviron(shared_environ)  # noqa: B003 -- a view
     undo.append(lambda: setattr(os, 'environ', shared_environ))
-    popen_init = subprocess.Popen.__init__
-    subprocess.Popen.__init__ = _popen_init_for(popen_init)
-    undo.append(lambda: setattr(subprocess.Popen, '__init__', popen_init))
-    os_exit = os._exit
-    os._exit = _exit_for(os_exit)
-    undo.append(lambda: setattr(os, '_exit', os_exit))
-    gethostname = socket.gethostname
-    socket.gethostname = _gethostname_for(gethostname)
-    undo.append(lambda: setattr(socket, 'gethostname', gethostname))
-    register, unregister = atexit.register, atexit.unregister
-    atexit.register = _atexit_register_for(register)
-    atexit.unregister = _atexit_unregister_for(unregister)
-    undo.append(lambda: (setattr(atexit, 'register', register),
-                         setattr(atexit, 'unregister', unregister)))
+    undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
+             wrap(os, '_exit', _exit_for),
+             wrap(socket, 'gethostname', _gethostname_for),
+             wrap(atexit, 'register', _atexit_register_for),
+             wrap(atexit, 'unregister', _atexit_unregister_for)]
 
     undo.append(_swap_generator_functions(
         np.random, np.random.mtrand._rand, lambda s: s.numpy_random,

@@ -17,7 +17,7 @@ import warnings
 from simulator.engine import process
 from simulator.engine.actors import current
 from simulator.engine.libraries import caller_is_user, is_library_file
-from simulator.engine.patches import PatchSet
+from simulator.engine.patches import PatchSet, wrap
 from simulator.engine.trace import capture, resolve, user_frame
 
 __all__ = ['SharedStateWarning', 'reported', 'warn_shared']
@@ -69,28 +69,20 @@ for _name in ('stdout', 'stderr', 'stdin'):
 process.set_sys_class(_ReportingSys)
 
 
-def _reporting(original, describe):
-    def call(*args, **kwargs):
-        warn_shared(describe(*args, **kwargs))
-        return original(*args, **kwargs)
-    call.__doc__ = original.__doc__
-    call.__name__ = original.__name__
-    return call
+def _reporting(describe):
+    def make(original):
+        def call(*args, **kwargs):
+            warn_shared(describe(*args, **kwargs))
+            return original(*args, **kwargs)
+        return call
+    return make
 
 
 def _patch(owner, name, describe):
-    if isinstance(owner, dict):
-        original = owner[name]
-        owner[name] = _reporting(original, describe)
-        return lambda: owner.__setitem__(name, original)
-    original = getattr(owner, name)
-    setattr(owner, name, _reporting(original, describe))
-    return lambda: setattr(owner, name, original)
+    return wrap(owner, name, _reporting(describe))
 
 
-def _patch_signal():
-    original = signal.signal
-
+def _signal_in_rank(original):
     def signal_in_rank(signum, handler):
         if current() is None:
             return original(signum, handler)
@@ -100,14 +92,10 @@ def _patch_signal():
                     'a handler would act for every rank of the one process '
                     '(and only its main thread may set one): not installed')
         return signal.getsignal(signum)
-    signal_in_rank.__doc__ = original.__doc__
-    signal.signal = signal_in_rank
-    return lambda: setattr(signal, 'signal', original)
+    return signal_in_rank
 
 
-def _patch_getpid():
-    original = os.getpid
-
+def _getpid_in_rank(original):
     def getpid_in_rank():
         # Only the user's own calls: libraries (logging, tempfile...) ask
         # all the time, and for them one id is harmless.
@@ -116,18 +104,16 @@ def _patch_getpid():
                         'id (separate processes would get their own): key '
                         'files and seeds by rank instead')
         return original()
-    getpid_in_rank.__doc__ = original.__doc__
-    os.getpid = getpid_in_rank
-    return lambda: setattr(os, 'getpid', original)
+    return getpid_in_rank
 
 
 def _install():
     sys_dict = process.real_sys_dict()
     return [
-        _patch_getpid(),
+        wrap(os, 'getpid', _getpid_in_rank),
         _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path)),
         _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask)),
-        _patch_signal(),
+        wrap(signal, 'signal', _signal_in_rank),
         _patch(sys_dict, 'setrecursionlimit', lambda limit: (
             'sys.setrecursionlimit({})'.format(limit))),
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
