@@ -26,10 +26,11 @@ import sys
 import traceback
 
 from simulator.engine.actors import current
-from simulator.engine.clock import ESTIMATES, VirtualTime, fixed_layout
+from simulator.engine.clock import ESTIMATES, VirtualTime
 from simulator.engine.modules import register_private_module
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.engine.world import SEND_MODES
+from simulator.tools.layout import fixed_layout
 from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
                                      parse_schedule)
 from simulator.tools.launch import (RankMainModule, RankStream,
