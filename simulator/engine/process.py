@@ -126,12 +126,13 @@ _base = {'argv': [], 'environ': {}}
 def launcher_environ(node_of, rank, universe):
     """The variables Open MPI 5's ``mpiexec`` sets for world rank
     ``rank`` when ranks are placed on nodes as ``node_of`` says (rank ->
-    node; a node's ranks numbered in world-rank order) and it offers
+    node, block-wise; a node's ranks numbered in world-rank order) and
+    it offers
     ``universe`` slots."""
     node = node_of[rank]
-    on_node = [r for r, n in enumerate(node_of) if n == node]
-    size, local = str(len(node_of)), str(len(on_node))
-    local_rank = str(on_node.index(rank))
+    size, local = str(len(node_of)), str(node_of.count(node))
+    # a node's ranks are consecutive (block placement)
+    local_rank = str(rank - node_of.index(node))
     return {'OMPI_COMM_WORLD_RANK': str(rank),
             'OMPI_COMM_WORLD_SIZE': size,
             'OMPI_COMM_WORLD_LOCAL_RANK': local_rank,

@@ -27,6 +27,7 @@ fails and :class:`~simulator.errors.DeadlockError` when nothing can
 progress; ``world.break_with(error)`` makes every rank raise a fired check.
 """
 import copy
+import functools
 import os
 import threading
 import time
@@ -101,9 +102,6 @@ class World:
         for node in range(nodes):
             self.node_of += [node] * (per_node + (node < extra))
         self.lock = threading.Lock()
-        # MPI_UNIVERSE_SIZE: mpiexec offers a slot per core of each node,
-        # however many ranks it runs (more ranks oversubscribe them).
-        self.universe_size = nodes * host_slots()
         self.actors = [[] for _ in range(size)]    # live actors per rank
         self.live = 0                   # live actors in the world
         self._blocked = 0               # blocked and not yet woken
@@ -136,6 +134,13 @@ class World:
         self.clock = None
 
     # -- actors (with self.lock held) -------------------------------------
+    @functools.cached_property
+    def universe_size(self):
+        """MPI_UNIVERSE_SIZE: mpiexec offers a slot per core of each node,
+        however many ranks it runs (more ranks oversubscribe them). Read
+        from the host when first asked (most worlds never ask)."""
+        return self.nodes * host_slots()
+
     def add_actor(self, rank, name, main=False, daemon=False):
         """A new live thread of ``rank`` (lock held)."""
         actor = Actor(self.lock, rank, name, main, daemon)
