@@ -2,7 +2,7 @@
 
     python benchmarks/bench_prediction.py [--machine FILE] [--repeat N]
         [--quiet-below LOAD --quiet-wait S] [--compute-estimate median|raw]
-        [--all-cores] [--fixed-layout]
+        [--all-cores] [--no-fixed-layout]
 
 Calibrates this machine first (``python -m simulator.calibrate``) unless
 ``--machine`` names a description, then for each case runs, in turns,
@@ -33,11 +33,12 @@ before each real run and each simulator run until the 1-minute load
 average is below LOAD: the goal for the predictions' spread holds "on a
 quiet machine", and the simulator's compute is CPU time, which other
 jobs stretch through shared caches and cores. ``--compute-estimate``,
-``--all-cores`` and ``--fixed-layout`` are passed to the simulator's
+``--all-cores`` and ``--no-fixed-layout`` are passed to the simulator's
 virtual-time runs (how it charges compute, its default ``median`` unless
 given; whether its rank threads may run on every core instead of
-sharing one; whether it runs with address-space randomisation off, which
-its run time then includes: one more interpreter start-up).
+sharing one; whether it keeps address-space randomisation on: by
+default it executes itself again with it off, and the run time of its
+virtual-time runs includes that second start-up).
 """
 import argparse
 import json
@@ -168,16 +169,19 @@ def main(argv=None):
     parser.add_argument('--all-cores', action='store_true',
                         help='let the simulator\'s rank threads run on '
                         'every core (default: they share one)')
-    parser.add_argument('--fixed-layout', action='store_true',
-                        help='run the simulator with address-space '
-                        'randomisation off')
+    parser.add_argument('--fixed-layout', default=None,
+                        action=argparse.BooleanOptionalAction,
+                        help='whether the simulator runs with address-space '
+                        'randomisation off (default: yes, the simulator\'s '
+                        'own default in virtual time)')
     options = parser.parse_args(argv)
     sim_options = [] if options.compute_estimate is None else [
         '--compute-estimate', options.compute_estimate]
     if options.all_cores:
         sim_options.append('--all-cores')
-    if options.fixed_layout:
-        sim_options.append('--fixed-layout')
+    if options.fixed_layout is not None:
+        sim_options.append('--fixed-layout' if options.fixed_layout
+                           else '--no-fixed-layout')
     if options.repeat < 1:
         parser.error('--repeat must be at least 1, got {}'.format(
             options.repeat))
@@ -227,8 +231,8 @@ def main(argv=None):
     print('\ncompute estimate: {}{}{}'.format(
         options.compute_estimate or ESTIMATES[0],
         '; rank threads on all cores' if options.all_cores else
-        '; rank threads on one core', '; address layout fixed'
-        if options.fixed_layout else ''))
+        '; rank threads on one core', '; address layout randomised'
+        if options.fixed_layout is False else '; address layout fixed'))
     print('load average {:.1f} before, {:.1f} after (2 cores){}'.format(
         load_before, os.getloadavg()[0], '' if options.quiet_below is None
         else '; waited {:.0f} s for load < {}{}'.format(

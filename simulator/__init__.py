@@ -38,21 +38,53 @@ Layers, each importing only those below it: :mod:`simulator.errors`;
 :mod:`simulator.engine` (world, rank threads, matching, reports);
 :mod:`simulator.mpi` (the mpi4py facade) and :mod:`simulator.nccl`;
 :mod:`simulator.tools` (launcher, CLI, pytest plugins);
-:mod:`simulator.fuzz` (the differential fuzzer).
+:mod:`simulator.fuzz` (the differential fuzzer). ``import simulator``
+imports only :mod:`simulator.errors`; the rest comes when first used.
 """
-from simulator.engine.actors import current
-from simulator.engine.libraries import register_library
-from simulator.engine.reports import register_explainer
+import importlib
+
 from simulator.errors import (AbortError, BufferModifiedError,
                               CollectiveMismatchError,
                               DeadlockError, MessageMismatchError,
                               RankFailedError, SimulatorError,
                               UnmatchedMessageError)
-from simulator.tools.explore import explore
-from simulator.tools.launch import run
 
 __all__ = ['run', 'explore', 'current', 'register_explainer',
            'register_library',
            'SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError']
+
+# Imported on first use (PEP 562), not with the package: the engine, the
+# launcher and NumPy take ~0.5 s, which ``python -m simulator`` would pay
+# before it can read its options (and again after re-executing itself
+# with the address layout fixed), and which tools that only need
+# ``simulator.errors`` or ``simulator.tools.layout`` do not need at all.
+_LAZY = {'run': 'simulator.tools.launch',
+         'explore': 'simulator.tools.explore',
+         'current': 'simulator.engine.actors',
+         'register_explainer': 'simulator.engine.reports',
+         'register_library': 'simulator.engine.libraries'}
+
+
+# Attributes of the package once ``import simulator`` imported them all.
+_SUBPACKAGES = ('engine', 'mpi', 'nccl', 'tools', 'fuzz')
+
+
+def __getattr__(name):
+    """The public functions and the subpackages (``simulator.mpi``...),
+    imported when first used."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(__name__ + '.' + name)
+    else:
+        raise AttributeError('module {!r} has no attribute {!r}'.format(
+            __name__, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    """The module's names, the lazy ones included."""
+    return sorted(set(globals()) | set(__all__))

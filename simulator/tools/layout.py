@@ -1,4 +1,5 @@
-"""``--fixed-layout``: the same address-space layout in every run.
+"""The same address-space layout in every run: what ``python -m
+simulator`` does in virtual time unless ``--no-fixed-layout``.
 
 The CPU time of the same Python code moves with where the kernel places
 the interpreter, the libraries and their buffers, which address-space
@@ -18,6 +19,8 @@ _QUERY = 0xffffffff
 # Set across the re-execution only: a kernel that keeps randomising must
 # not make the process execute itself forever.
 _REEXECUTED = 'SIMULATOR_FIXED_LAYOUT_REEXECUTED'
+# 0: the kernel randomises no process (a re-execution would change nothing).
+_RANDOMISE = '/proc/sys/kernel/randomize_va_space'
 
 
 def fixed_layout():
@@ -41,7 +44,7 @@ def fixed_layout():
     persona = personality(_QUERY)
     if persona == -1:
         return False
-    if persona & _ADDR_NO_RANDOMIZE:
+    if persona & _ADDR_NO_RANDOMIZE or not _kernel_randomises():
         return True
     if again or personality(persona | _ADDR_NO_RANDOMIZE) == -1:
         return False
@@ -55,3 +58,11 @@ def fixed_layout():
         # run on, randomised, as where the kernel refuses.
         del os.environ[_REEXECUTED]
         return False
+
+
+def _kernel_randomises():
+    try:
+        with open(_RANDOMISE) as f:
+            return f.read().strip() != '0'
+    except OSError:
+        return True

@@ -1,0 +1,213 @@
+"""What ``python -m simulator`` does once :mod:`simulator.tools.cli` has
+read its options and settled the address layout: load the script and run
+it on rank threads, in virtual time, at several sizes or under many
+schedules.
+
+Apart from the CLI because of what it imports (the engine, the mpi4py
+facade, NumPy: ~0.5 s): the CLI may execute the process again first, and
+that second start must not pay for them twice.
+"""
+import builtins
+import os
+import sys
+import traceback
+
+from simulator.engine.actors import current
+from simulator.engine.clock import ESTIMATES, VirtualTime
+from simulator.engine.modules import register_private_module
+from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
+from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
+                                     parse_schedule)
+from simulator.tools.launch import (RankMainModule, RankStream,
+                                    captured_streams,
+                                    install_mpi4py, load_code, run)
+from simulator.tools.timeline import scaling_table, write_timeline
+
+__all__ = ['run_command']
+
+
+def _clock(options):
+    """A VirtualTime for one run, or None with virtual time off."""
+    if not options.virtual_time:
+        return None
+    machine = load_machine(options.machine or DEFAULT_MACHINE)
+    return VirtualTime(machine, options.compute_scale,
+                       timeline=bool(options.timeline),
+                       estimate=options.compute_estimate or ESTIMATES[0],
+                       one_core=not options.all_cores)
+
+
+def run_command(options, parser, argv, sizes):
+    """Run the script as ``options`` (parsed from ``argv`` by ``parser``)
+    say, at ``sizes``; returns the exit status."""
+    for name in options.private_module:
+        register_private_module(name)
+    try:
+        _clock(options)
+    except (ValueError, OSError) as error:   # a bad machine description
+        parser.error(str(error))
+    if options.schedule is not None:
+        try:
+            options.schedule = parse_schedule(options.schedule)
+        except ValueError as error:
+            parser.error(str(error))
+    if options.bound is None:
+        options.bound = DEFAULT_BOUND
+    code, base = load_code(options.target, options.module)
+    install_mpi4py()
+    sys.argv = [base['__file__'] or options.target] + options.args
+    if not options.module:
+        sys.path.insert(0, os.path.dirname(base['__file__']))
+    if options.explore is not None:
+        return _explore(options, argv, code, base, sizes[0])
+    if options.sizes is None:
+        status, clock = _run_script(options, code, base, sizes[0])
+        if clock is not None:
+            print(clock.summary())
+            if options.timeline:
+                write_timeline(clock, options.timeline)
+                print('timeline: {}'.format(options.timeline))
+        return status
+    rows = []
+    # Only the table is printed: the ranks' own output goes nowhere. One
+    # sink for all runs: libraries keep the stream they first saw (Chainer's
+    # PrintReport binds sys.stdout as a default argument).
+    # The first size runs twice: libraries' first-use costs (lazy imports,
+    # set-up), paid once per process, would fall on the first run only.
+    with open(os.devnull, 'w') as sink:
+        for i, size in enumerate([sizes[0]] + sizes):
+            status, clock = _run_script(options, code, base, size, sink)
+            if status:
+                print('simulator: the run at {} ranks failed (exit {}); run '
+                      'it with -n {} to see why'.format(size, status, size),
+                      file=sys.stderr)
+                return status
+            if i:
+                rows.append((size, clock))
+    print(scaling_table(rows))
+    return 0
+
+
+
+
+def _explore(options, argv, code, base, size):
+    """``--explore``: run the script under many schedules."""
+    runs = options.explore
+    if runs != 'all':
+        try:
+            runs = int(runs)
+        except ValueError:
+            raise SystemExit('simulator: --explore wants a number of '
+                             "schedules or 'all', got {!r}".format(runs)) \
+                from None
+
+    def replay(spec):
+        # The user's command, the exploration options replaced.
+        head = argv[:len(argv) - len(options.args) - 1]
+        keep, skip = [], False
+        for word in head:
+            if skip:
+                skip = False
+            elif word in ('--explore', '--bound', '--ignore', '--schedule'):
+                skip = True
+            elif not word.startswith(('--explore=', '--bound=', '--ignore=',
+                                      '--schedule=')):
+                keep.append(word)
+        return (['python', '-m', 'simulator'] + keep + ['--schedule', spec,
+                options.target] + options.args)
+
+    # One pair of streams for every run: libraries keep the sys.stdout
+    # they first saw (Chainer's PrintReport does).
+    streams = (RankStream(_Redirect(), True, tty=True),
+               RankStream(_Redirect(), True))
+
+    def run_once(schedule, out, err):
+        streams[0]._stream.target, streams[1]._stream.target = out, err
+        return _run_script(options, code, base, size, schedule=schedule,
+                           streams=streams)[0]
+
+    return explore_script(run_once, replay, runs, bound=options.bound,
+                          ignore=options.ignore, out=sys.stdout)
+
+
+class _Redirect:
+    """A stream writing to ``target``, which may change between runs."""
+
+    target = None
+
+    def write(self, text):
+        return self.target.write(text)
+
+    def flush(self):
+        self.target.flush()
+
+
+def _run_script(options, code, base, size, sink=None, schedule=None,
+                streams=None):
+    """Run the script on ``size`` ranks: (exit status, VirtualTime).
+
+    ``schedule`` (default: ``--schedule``'s) orders the run's choices;
+    then the ranks' lines come out at the end in rank order, so that a
+    seed gives the same output byte for byte, whatever the timing.
+    ``streams``: the RankStreams to print through (and report to).
+    """
+    clock = _clock(options)
+    nodes = options.nodes
+    if nodes is None:
+        nodes = 1 if clock is None else min(size,
+                                            clock.machine.nodes_for(size))
+    elif options.sizes is not None:
+        nodes = min(nodes, size)    # --sizes 1,2,4 --nodes 2
+    if schedule is None:
+        schedule = options.schedule
+    real_out, real_err = report = sys.stdout, sys.stderr
+    if streams is None:
+        hold = schedule is not None
+        out = RankStream(sink or sys.stdout, hold, tty=True)
+        err = RankStream(sink or sys.stderr, hold)
+    else:
+        out, err = streams
+        report = out._stream, err._stream
+    real_main = sys.modules.get('__main__')
+    sys.modules['__main__'] = RankMainModule(real_main)
+    sys.stdout, sys.stderr = out, err
+
+    def rank_main(comm):
+        namespace = dict(base, __name__='__main__', __builtins__=builtins)
+        current().main_namespace = namespace
+        try:
+            exec(code, namespace)
+        finally:
+            rank = comm.Get_rank()
+            out.flush_rank(rank)
+            err.flush_rank(rank)
+
+    try:
+        with captured_streams({real_out: out, real_err: err}):
+            try:
+                run(rank_main, size, nodes=nodes,
+                    send_mode=options.send_mode, timeout=options.timeout,
+                    seed=options.seed, clock=clock, schedule=schedule)
+            finally:
+                out.release()
+                err.release()
+    except SystemExit as stop:
+        sys.stdout, sys.stderr = real_out, real_err
+        code = stop.code
+        notes = ' ({})'.format('; '.join(stop.__notes__)) \
+            if getattr(stop, '__notes__', None) else ''
+        # sys.exit('message'): Python prints the message and exits 1.
+        report[1].write('{}{}\n'.format(
+            'simulator: exit status {}'.format(code)
+            if isinstance(code, int) else code, notes))
+        report[1].flush()
+        return (code if isinstance(code, int) else 1), clock
+    except BaseException as error:  # noqa: B902 -- reported, then exit 1
+        sys.stdout, sys.stderr = real_out, real_err
+        report[0].flush()
+        traceback.print_exception(error, file=report[1])
+        return getattr(error, 'errorcode', None) or 1, clock
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+        sys.modules['__main__'] = real_main
+    return 0, clock
