@@ -8,9 +8,13 @@ allreduce and the communicator's v-collectives (as bytes).
 
 Arrays are laid end to end, in order, each taking ``size`` elements of the
 buffer's dtype; packing casts to that dtype (float16 grads into a float32
-buffer, say) and unpacking casts back. NumPy and CuPy arrays alike.
+buffer, say) and unpacking casts back. NumPy and CuPy arrays alike; device
+arrays of the buffer's dtype move in one kernel (``_device_packing``).
 """
 import numpy
+
+from chainermn_lite import _device
+from chainermn_lite import _device_packing
 
 __all__ = ['packed_size', 'pack', 'unpack', 'views', 'BufferPool']
 
@@ -46,6 +50,9 @@ def pack(arrays, out, scale=None):
                             'scaling needs a float buffer'.format(
                                 scale, out.dtype))
         factor = out.dtype.type(scale)
+    elif _device.is_device_array(out) and _device_packing.fits(arrays, out):
+        _device_packing.gather(arrays, out[:n])
+        return out[:n]
     offset = 0
     for a in arrays:
         part = out[offset:offset + a.size].reshape(a.shape)
@@ -60,7 +67,10 @@ def pack(arrays, out, scale=None):
 def unpack(flat, arrays):
     """Copy consecutive pieces of ``flat`` back into ``arrays`` (in place,
     cast to each array's dtype): the inverse of ``pack``."""
-    _check_fits(arrays, flat, 'unpack')
+    n = _check_fits(arrays, flat, 'unpack')
+    if _device.is_device_array(flat) and _device_packing.fits(arrays, flat):
+        _device_packing.scatter(flat[:n], arrays)
+        return
     offset = 0
     for a in arrays:
         a[...] = flat[offset:offset + a.size].reshape(a.shape)
