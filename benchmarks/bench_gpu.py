@@ -10,6 +10,10 @@ Rows (ResNet-50 shapes, 161 arrays, 25.6 M float32, every rank on GPU
   (the MPI here is not CUDA-aware), vs the same trip by hand: packed device
   buffer to pinned host, chunked MPI Allreduce, back; ChainerMN beside it
   is its ``non_cuda_aware`` (NCCL in the node, MPI between nodes);
+- each of those twice: grads that persist (updated in place: after the
+  first mean they live in one flat buffer, reduced where they lie) and new
+  grad arrays at every step, as Chainer's backward makes them (packed
+  into a buffer and unpacked again, one kernel each way);
 - a 4 MiB device array sent one way (2+ ranks) vs its copy to pinned host,
   Send, Recv and copy to the device by hand.
 Each time is the slowest rank's median, the variants run in turns.
@@ -24,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _models
 from bench_communicators import WORLD, Table, chainermn_comm, \
-    timed_together
+    fresh_grads_mean, timed_together
 from mpi4py import MPI
 
 import chainermn_lite
@@ -80,13 +84,18 @@ def bench_nccl(table, device, cupy, reps):
                            cupy.cuda.Stream.null.ptr)
         packed.__imul__(scale)
     fns = [synced(raw, cupy),
-           synced(lambda: ours.multi_node_mean_grad(model), cupy)]
+           synced(lambda: ours.multi_node_mean_grad(model), cupy),
+           synced(fresh_grads_mean(ours, lambda: device_model(device)),
+                  cupy)]
     cmn = chainermn_variant('pure_nccl', model, cupy)
     if cmn is not None:
         fns.append(cmn)
-    t_raw, t_ours, *rest = timed_together(fns, reps)
-    table.add('mean_grad ResNet-50 pure_nccl', t_ours, t_raw,
-              rest[0] if rest else None, 'x1.05')
+    t_raw, t_ours, t_fresh, *rest = timed_together(fns, reps)
+    t_cmn = rest[0] if rest else None
+    table.add('mean_grad ResNet-50 pure_nccl', t_ours, t_raw, t_cmn, 'x1.05')
+    # What a training loop gets: packed and unpacked at every step.
+    table.add('  pure_nccl, new grad arrays every step', t_fresh, t_raw,
+              t_cmn, 'x1.05')
 
 
 def bench_staged(table, device, cupy, reps, nccl_fits):
@@ -103,14 +112,19 @@ def bench_staged(table, device, cupy, reps, nccl_fits):
             WORLD.Allreduce(MPI.IN_PLACE, pinned[s:s + step], op=MPI.SUM)
         packed.set(pinned)
     fns = [synced(raw, cupy),
-           synced(lambda: ours.multi_node_mean_grad(model), cupy)]
+           synced(lambda: ours.multi_node_mean_grad(model), cupy),
+           synced(fresh_grads_mean(ours, lambda: device_model(device)),
+                  cupy)]
     cmn = chainermn_variant('non_cuda_aware', model, cupy) \
         if nccl_fits else None
     if cmn is not None:
         fns.append(cmn)
-    t_raw, t_ours, *rest = timed_together(fns, reps)
-    table.add('mean_grad ResNet-50 flat (via host)', t_ours, t_raw,
-              rest[0] if rest else None, 'x1.25')
+    t_raw, t_ours, t_fresh, *rest = timed_together(fns, reps)
+    t_cmn = rest[0] if rest else None
+    table.add('mean_grad ResNet-50 flat (via host)', t_ours, t_raw, t_cmn,
+              'x1.25')
+    table.add('  flat, new grad arrays every step', t_fresh, t_raw, t_cmn,
+              'x1.25')
 
 
 def bench_sendrecv(table, device, cupy, reps):

@@ -19,6 +19,7 @@ import weakref
 
 import numpy
 
+from chainermn_lite import _device
 from chainermn_lite.communicators import _object_collectives
 
 __all__ = ['params_with_data', 'grads_for_mean', 'GradArena',
@@ -174,12 +175,14 @@ _ARENA_DTYPES = (numpy.dtype(numpy.float32), numpy.dtype(numpy.float64))
 
 
 class GradArena:
-    """One flat buffer per dtype for params' arrays that stay the same.
+    """One flat buffer per dtype (and GPU, for CuPy arrays) for params'
+    arrays that stay the same.
 
     When a mean is taken over the very grad arrays of the previous mean
     (grads updated in place, a benchmark's model), ``settle`` moves them
     into one flat buffer per dtype and makes the params' ``.grad`` views of
-    it; from then on the mean runs over those buffers where they lie. A
+    it; from then on the mean runs over those buffers where they lie (on a
+    GPU: no packing kernels, NCCL reduces the buffer in place). A
     grad replaced by another array (Chainer's backward makes new ones) is
     simply not the arena's any more and the usual path takes it. The arena
     holds weak references only: the buffers live as long as the params'
@@ -230,8 +233,11 @@ class GradArena:
         if self.holds(grads):
             return     # another rank's were not: already where they go
         previous, self._previous = self._previous, ()
-        if not grads or not all(type(g) is numpy.ndarray and
-                                g.dtype in _ARENA_DTYPES for g in grads):
+        kind = type(grads[0]) if grads else None
+        if kind is None or not (kind is numpy.ndarray or
+                                _device.is_device_array(grads[0])) or \
+                not all(type(g) is kind and g.dtype in _ARENA_DTYPES
+                        for g in grads):
             return
         if len(previous) != len(grads) or not all(
                 r() is g for r, g in zip(previous, grads)):
@@ -239,13 +245,16 @@ class GradArena:
             return
         if len(set(map(id, grads))) != len(grads):
             return             # one array for two params: keep it shared
-        by_dtype = {}
+        on_device = kind is not numpy.ndarray
+        by_place = {}
         for p, g in zip(params, grads):
-            by_dtype.setdefault(g.dtype, []).append((p, g))
+            place = (g.device.id if on_device else None, g.dtype)
+            by_place.setdefault(place, []).append((p, g))
         views, flats = [None] * len(grads), []
         position = {id(p): k for k, p in enumerate(params)}
-        for dtype, members in by_dtype.items():
-            flat = numpy.empty(sum(g.size for _, g in members), dtype)
+        for (device_id, dtype), members in by_place.items():
+            flat = _empty(kind, device_id, sum(g.size for _, g in members),
+                          dtype)
             offset = 0
             for p, g in members:
                 view = flat[offset:offset + g.size].reshape(g.shape)
@@ -256,3 +265,12 @@ class GradArena:
             flats.append(flat)
         self._views = [weakref.ref(v) for v in views]
         self._flats = [weakref.ref(f) for f in flats]
+
+
+def _empty(kind, device_id, n, dtype):
+    """A flat array of ``kind`` (NumPy's or CuPy's), on ``device_id``."""
+    if device_id is None:
+        return numpy.empty(n, dtype)
+    import cupy
+    with cupy.cuda.Device(device_id):
+        return cupy.empty(n, dtype)

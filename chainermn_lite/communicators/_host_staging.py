@@ -75,27 +75,35 @@ class _Stage:
         for (device_id, dtype), where in groups.items():
             members = [arrays[i] for i in where]
             n = _packing.packed_size(members)
+            # A lone contiguous array (a GradArena's buffer) is its own
+            # packed copy.
+            packed = len(members) > 1 or not members[0].flags.c_contiguous
             with cupy.cuda.Device(device_id):
-                flat = self._pool.get(dtype, n, ('stage', device_id), cupy)
+                flat = self._pool.get(dtype, n, ('stage', device_id),
+                                      cupy) if packed \
+                    else members[0].reshape(-1)
                 # Page-locked, kept in the pool: a pageable copy moves at
                 # a fraction of the link's speed, and pinning costs more
                 # than it.
                 pinned = self._pool.get(dtype, n, ('pinned', device_id),
                                         _PINNED)
                 if fetch:
-                    _packing.pack(members, flat)
+                    if packed:
+                        _packing.pack(members, flat)
                     flat.get(out=pinned)
             views = _packing.views(pinned, [a.shape for a in members])
             for i, view in zip(where, views):
                 self.host[i] = view
-            self._groups.append((device_id, members, flat, pinned))
+            self._groups.append((device_id, members if packed else None,
+                                 flat, pinned))
 
     def write_back(self):
         """Copy the host views' values back into the device arrays."""
-        for device_id, members, flat, pinned in self._groups:
+        for device_id, packed_members, flat, pinned in self._groups:
             with self._cupy.cuda.Device(device_id):
                 flat.set(pinned)
-                _packing.unpack(flat, members)
+                if packed_members is not None:
+                    _packing.unpack(flat, packed_members)
 
 
 class _PinnedModule:

@@ -46,6 +46,15 @@ def _pointer(array):
     return array.data.ptr
 
 
+def _lone_flat(arrays, dtype):
+    """A flat view of ``arrays``' one array when it can be reduced where
+    it lies (C-contiguous, of ``dtype``), else None."""
+    if len(arrays) == 1 and arrays[0].dtype == dtype and \
+            arrays[0].flags.c_contiguous:
+        return arrays[0].reshape(-1)
+    return None
+
+
 def _stream(xp):
     if xp is numpy:
         return 0
@@ -102,20 +111,25 @@ class PureNccl(_strategies.GradientStrategy):
             else numpy.dtype(chainer.get_dtype())
         xp = chainer.backend.get_array_module(arrays[0])
         n = _packing.packed_size(arrays)
-        send = self._buffers.get(dtype, n, 'send', xp)
-        recv = self._buffers.get(dtype, n, 'recv', xp)
-        _packing.pack(arrays, send)
+        lone = _lone_flat(arrays, dtype)
+        if lone is not None:
+            # Already the packed buffer (a GradArena's): reduced in place,
+            # the same buffer and so the same sums as a packed copy.
+            send = recv = lone
+        else:
+            send = self._buffers.get(dtype, n, 'send', xp)
+            recv = self._buffers.get(dtype, n, 'recv', xp)
+            _packing.pack(arrays, send)
         nccl_comm.allReduce(_pointer(send), _pointer(recv), n,
                             self._type_id(dtype), self._nccl.NCCL_SUM,
                             _stream(xp))
         recv *= dtype.type(1.0 / ctx.size)
-        _packing.unpack(recv, arrays)
+        if lone is None:
+            _packing.unpack(recv, arrays)
 
-    def bcast_arrays(self, ctx, arrays, max_buf_len, joined=None):
+    def bcast_arrays(self, ctx, arrays, max_buf_len):
         """bcast_data through NCCL: one bcast per dtype, from rank 0
-        (NCCL has no message size limit: ``max_buf_len`` is not used;
-        ``joined`` holds host buffers only, never given for device
-        arrays)."""
+        (NCCL has no message size limit: ``max_buf_len`` is not used)."""
         if not arrays:
             return
         nccl_comm = self.init_comm(ctx)
@@ -124,12 +138,15 @@ class PureNccl(_strategies.GradientStrategy):
         for a in arrays:
             groups.setdefault(a.dtype, []).append(a)
         for dtype, group in sorted(groups.items(), key=lambda kv: kv[0].str):
-            buf = self._buffers.get(dtype, _packing.packed_size(group),
-                                    'bcast', xp)
-            _packing.pack(group, buf)
+            buf = lone = _lone_flat(group, dtype)
+            if lone is None:
+                buf = self._buffers.get(dtype, _packing.packed_size(group),
+                                        'bcast', xp)
+                _packing.pack(group, buf)
             nccl_comm.bcast(_pointer(buf), buf.size, self._type_id(dtype), 0,
                             _stream(xp))
-            _packing.unpack(buf, group)
+            if lone is None:
+                _packing.unpack(buf, group)
 
     def free(self, ctx):
         """Destroy the NCCL communicator (after every rank got here)."""

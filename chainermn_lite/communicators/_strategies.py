@@ -84,11 +84,10 @@ class GradientStrategy:
       grads (packing whole buckets into fresh buffers cost a 100 MB copy
       per ResNet-50 step on the helper thread, which on 2 ranks per 2
       cores competes with backward for the same cores).
-    - ``bcast_arrays(ctx, arrays, max_buf_len, joined=None)``: give every
-      rank rank 0's values of ``arrays``, in place (``bcast_data``); by
-      default packed per dtype and broadcast with MPI in pieces of at most
-      ``max_buf_len`` bytes; ``joined``: flat buffers the arrays already
-      are views of (see there).
+    - ``bcast_arrays(ctx, arrays, max_buf_len)``: give every rank rank 0's
+      values of ``arrays``, in place (``bcast_data``); by default packed
+      per dtype and broadcast with MPI in pieces of at most
+      ``max_buf_len`` bytes.
     - ``configs``: the strategy's own settings and their defaults (a
       read-only mapping; none here); ``set_config(name, value)`` validates
       one and returns the value to store.
@@ -118,26 +117,21 @@ class GradientStrategy:
         self.mean_grad(ctx, arrays)
         return list(arrays)
 
-    def bcast_arrays(self, ctx, arrays, max_buf_len, joined=None):
+    def bcast_arrays(self, ctx, arrays, max_buf_len):
         """Overwrite ``arrays`` with rank 0's values, on every rank.
 
         The messages depend on the arrays' dtypes and sizes only, never on
         where the arrays lie (so ranks need not agree on that first): per
         dtype, in order of first appearance, one Bcast (per
         ``max_buf_len`` bytes) of that dtype's arrays end to end. A lone
-        contiguous array goes as it lies, others through a packed copy,
-        unless ``joined`` gives, per dtype, the flat buffer of which they
-        are consecutive views (a ``GradArena``'s): no copy at all.
+        contiguous array (a ``GradArena``'s flat buffer) goes as it lies,
+        others through a packed copy.
         """
         def bcast(buf):
             view = buf.view(numpy.uint8)
             for start in range(0, view.size, max_buf_len):
                 ctx.mpi_comm.Bcast(view[start:start + max_buf_len], root=0)
 
-        if joined is not None:
-            for buf in joined:
-                bcast(buf)
-            return
         is_root = ctx.rank == 0
         groups = {}
         for a in arrays:

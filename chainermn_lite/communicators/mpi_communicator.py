@@ -407,13 +407,11 @@ class MpiCommunicator(CommunicatorBase):
         # dtype, broadcast from there (the messages are the same wherever
         # the data lie, so the ranks need not agree on it).
         arena = _grads.GradArena.of(model, 'data')
-        max_buf_len = self._configs['max_buf_len']
-        if arena.holds(arrays):
-            self._strategy.bcast_arrays(self._context, arrays, max_buf_len,
-                                        joined=arena.flats())
-        else:
-            _host_staging.bcast_arrays(self._strategy, self._context, arrays,
-                                       max_buf_len)
+        held = arena.holds(arrays)
+        _host_staging.bcast_arrays(
+            self._strategy, self._context, arena.flats() if held else arrays,
+            self._configs['max_buf_len'])
+        if not held:
             arena.settle(params, arrays)
 
     def multi_node_mean_grad(self, model, zero_fill=False):
@@ -424,7 +422,8 @@ class MpiCommunicator(CommunicatorBase):
             self.mpi_comm, self._module, model, zero_fill,
             self._configs['max_buf_len'], arena)
         if in_arenas:
-            self._strategy.mean_grad(self._context, arena.flats())
+            _host_staging.mean_grad(self._strategy, self._context,
+                                    arena.flats())
         elif grads:
             _host_staging.mean_grad(self._strategy, self._context, grads)
             arena.settle(params, grads)

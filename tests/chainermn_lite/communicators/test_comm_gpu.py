@@ -106,6 +106,60 @@ def test_mean_grad_of_device_arrays(mpi_comm, simulated, communicator_name,
     comm.finalize()
 
 
+class _Float32Model(chainer.Chain):
+    """One dtype only: its grads may move into one flat buffer."""
+
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.a = L.Linear(3, 4)
+            self.b = L.Linear(600, 500)
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+@pytest.mark.parametrize('communicator_name', EVERY_NAME)
+def test_device_grads_kept_in_place_are_reduced_where_they_lie(
+        mpi_comm, simulated, communicator_name, make_communicator):
+    # Grads updated in place (not remade by backward) move into one flat
+    # device buffer at the second mean (GradArena); from then on that
+    # buffer is reduced as it lies (NCCL in place; one copy each way
+    # through the host), with the bits of the usual path.
+    comm, device = _comm_and_device(mpi_comm, simulated, make_communicator,
+                                    communicator_name)
+    host, gpu = _Float32Model(), _Float32Model()
+    gpu.to_device(device)
+    shapes = [p.shape for _, p in sorted(host.namedparams())]
+
+    def grads_of(rank, step):
+        return [np.random.RandomState(rank * 31 + i + 7 * step).uniform(
+            -2, 2, size=shape).astype(np.float32)
+            for i, shape in enumerate(shapes)]
+
+    for step in range(3):
+        mine = grads_of(comm.rank, step)
+        for model, place in ((host, np.asarray), (gpu, device.send)):
+            for (_, p), g in zip(sorted(model.namedparams()), mine):
+                if p.grad is None:
+                    p.grad = place(g)
+                else:
+                    p.grad[...] = place(g)
+        comm.multi_node_mean_grad(gpu)
+        got = _arrays(gpu, 'grad')
+        if communicator_name == 'pure_nccl':
+            every = [grads_of(r, step) for r in range(comm.size)]
+            for k, g in enumerate(got):
+                np.testing.assert_allclose(
+                    g, np.mean([e[k] for e in every], axis=0),
+                    rtol=1e-6, atol=1e-6)
+        else:
+            comm.multi_node_mean_grad(host)
+            for g, h in zip(got, _arrays(host, 'grad')):
+                np.testing.assert_array_equal(g, h)
+    bases = [p.grad.base for p in gpu.params()]
+    assert bases[0] is not None and all(b is bases[0] for b in bases)
+    comm.finalize()
+
+
 @pytest.mark.mpi(sizes=(1, 2))
 @pytest.mark.parametrize('communicator_name', EVERY_NAME)
 def test_bcast_data_of_device_arrays(mpi_comm, simulated, communicator_name,
