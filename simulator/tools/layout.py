@@ -55,8 +55,10 @@ def fixed_layout():
         os.execv(sys.executable, sys.orig_argv)
     except OSError:
         # The interpreter cannot be executed again (gone, or a sandbox):
-        # run on, randomised, as where the kernel refuses.
+        # run on, randomised, as where the kernel refuses; the programs
+        # this one starts get the layout they would have had.
         del os.environ[_REEXECUTED]
+        personality(persona)
         return False
 
 

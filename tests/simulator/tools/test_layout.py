@@ -137,6 +137,9 @@ def test_a_system_that_cannot_fix_the_layout_runs_randomised(tmp_path):
     facts, err = _run(tmp_path, command, '--fixed-layout', 'probe.py')
     assert 'cannot turn address-space randomisation off' in err
     assert all(layout._REEXECUTED not in f['environ'] for f in facts)
+    if _randomised():
+        # and what it starts is randomised as it is itself
+        assert [f['fixed'] for f in facts] == [False, False]
     _, err = _run(tmp_path, command, '--virtual-time', 'probe.py')
     assert 'randomisation' not in err
 
