@@ -11,8 +11,11 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   launcher's argv;
 - ``os.environ`` (and ``os.getenv``): a copy per rank taken at its first
   use, with the variables Open MPI's ``mpiexec`` gives each process
-  (``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_LOCAL_RANK``... see
-  :func:`launcher_environ`: programs pick their GPU by them);
+  (``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
+  ``PMIX_RANK``... see :func:`launcher_environ`: programs pick their GPU
+  by them; and the launch's ``OMPI_COMMAND``, ``OMPI_ARGV``... taken from
+  ``sys.orig_argv``, which ``python -m simulator`` sets to the program's
+  own command line);
   ``subprocess`` children of a rank get that rank's environment;
 - NumPy's global ``RandomState`` functions (``numpy.random.seed``,
   ``rand``...) and Python's ``random`` functions: one generator per rank,
@@ -103,8 +106,10 @@ class ProcessState:
         if self._environ is None:
             self._environ = dict(_base['environ'])
             world = self.context.world
+            self._environ.update(_base['launch'])
             self._environ.update(launcher_environ(
                 world.node_of, self.context.rank, world.universe_size))
+            self._environ['PMIX_HOSTNAME'] = self.context.processor_name
         return self._environ
 
     @property
@@ -120,7 +125,11 @@ class ProcessState:
         return self._python_random
 
 
-_base = {'argv': [], 'environ': {}}
+_base = {'argv': [], 'environ': {}, 'launch': {}}
+
+# The Open MPI whose semantics the simulator reproduces (simulator.mpi's
+# get_vendor, the launcher's OMPI_VERSION).
+OPEN_MPI_VERSION = (5, 0, 11)
 
 
 def launcher_environ(node_of, rank, universe):
@@ -134,6 +143,8 @@ def launcher_environ(node_of, rank, universe):
     # a node's ranks are consecutive (block placement)
     local_rank = str(rank - node_of.index(node))
     return {'OMPI_COMM_WORLD_RANK': str(rank),
+            'PMIX_RANK': str(rank),
+            'OMPI_MCA_num_procs': size,
             'OMPI_COMM_WORLD_SIZE': size,
             'OMPI_COMM_WORLD_LOCAL_RANK': local_rank,
             'OMPI_COMM_WORLD_LOCAL_SIZE': local,
@@ -141,6 +152,20 @@ def launcher_environ(node_of, rank, universe):
             'OMPI_UNIVERSE_SIZE': str(universe),
             'OMPI_WORLD_SIZE': size,
             'OMPI_WORLD_LOCAL_SIZE': local}
+
+
+def _launch_environ(orig_argv):
+    """The variables ``mpiexec`` gives every process alike, for a launch
+    by the command line ``orig_argv`` (the program and its arguments)."""
+    return {'OMPI_COMMAND': orig_argv[0] if orig_argv else '',
+            'OMPI_ARGV': ' '.join(orig_argv[1:]),
+            'OMPI_NUM_APP_CTX': '1',
+            'OMPI_MCA_initial_wdir': os.getcwd(),
+            'OMPI_TOOL_NAME': 'mpiexec',
+            'OMPI_VERSION': '.'.join(map(str, OPEN_MPI_VERSION)),
+            'PRTE_LAUNCHED': '1',
+            'PMIX_NAMESPACE': 'prterun-{}-{}@1'.format(socket.gethostname(),
+                                                      os.getpid())}
 
 
 def process_state():
@@ -564,6 +589,8 @@ def _install():
     sys_dict = real_sys_dict()
     _base['argv'] = list(sys_dict['argv'])
     _base['environ'] = dict(os.environ)
+    _base['launch'] = _launch_environ(
+        sys_dict.get('orig_argv') or [sys.executable] + _base['argv'])
     sys.__class__ = _sys_class['current']
     undo.append(lambda: setattr(sys, '__class__', types.ModuleType))
 

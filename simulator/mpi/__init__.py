@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from simulator.engine.actors import current, current_actor
+from simulator.engine.process import OPEN_MPI_VERSION
 from simulator.engine.ranks import host_name
 from simulator.engine.communicator import CommState
 from simulator.mpi import constants as _constants
@@ -163,7 +164,7 @@ def get_vendor():
     """("Open MPI", (5, 0, 11)): the simulator reproduces that library's
     semantics (reduction orders, error classes, constants), so code that
     branches on the vendor takes the branch it would take on the cluster."""
-    return 'Open MPI', (5, 0, 11)
+    return 'Open MPI', OPEN_MPI_VERSION
 
 
 def Pcontrol(level):

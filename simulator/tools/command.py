@@ -55,7 +55,12 @@ def run_command(options, parser, argv, sizes):
         options.bound = DEFAULT_BOUND
     code, base = load_code(options.target, options.module)
     install_mpi4py()
-    sys.argv = [base['__file__'] or options.target] + options.args
+    # As python would: the script's path as given (a module's file with
+    # -m), and the command line the program would have had on its own.
+    sys.argv = [base['__file__'] if options.module else options.target] + \
+        options.args
+    sys.orig_argv = _interpreter_words(sys.orig_argv) + (
+        ['-m'] if options.module else []) + [options.target] + options.args
     if not options.module:
         sys.path.insert(0, os.path.dirname(base['__file__']))
     if options.explore is not None:
@@ -88,6 +93,15 @@ def run_command(options, parser, argv, sizes):
     return 0
 
 
+
+
+def _interpreter_words(orig_argv):
+    """The interpreter and its own options (``python -X utf8``) from the
+    command line that ran ``python -m simulator``."""
+    for i in range(len(orig_argv) - 1):
+        if orig_argv[i] == '-m' and orig_argv[i + 1] == 'simulator':
+            return orig_argv[:i]
+    return orig_argv[:1]
 
 
 def _explore(options, argv, code, base, size):

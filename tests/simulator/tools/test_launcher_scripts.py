@@ -125,14 +125,22 @@ def test_mpi4py_util_pkl5_script_matches_mpiexec(size):
     _assert_same_under_mpiexec(found, size, script)
 
 
-@pytest.mark.parametrize('size', [1, 2])
-def test_what_a_rank_sees_of_its_process_matches_mpiexec(size):
+@pytest.mark.parametrize('size,relative', [(1, False), (2, False),
+                                           (2, True)])
+def test_what_a_rank_sees_of_its_process_matches_mpiexec(size, relative):
     # stdout a terminal (Open MPI's pseudo-terminal), stderr not; the
-    # rank's own main thread; the launcher's variables; a slot per core.
+    # rank's own main thread; the launcher's variables; a slot per core;
+    # sys.argv[0] as given (relative stays relative), the arguments.
     script = _script('process_probe.py')
-    found = _simulated_payloads(size, script)
-    assert 'OUT rank=0 stdout_tty=True' in [p for _, p in found]
-    _assert_same_under_mpiexec(found, size, script)
+    if relative:
+        script = os.path.relpath(script, ROOT)
+    found = _simulated_payloads(size, script, 'an arg', '-x')
+    payloads = [p for _, p in found]
+    assert 'OUT rank=0 stdout_tty=True' in payloads
+    assert "OUT rank=0 argv=['{}', 'an arg', '-x']".format(script) in \
+        payloads
+    assert 'OUT rank={0} PMIX_RANK={0}'.format(size - 1) in payloads
+    _assert_same_under_mpiexec(found, size, script, 'an arg', '-x')
 
 
 def test_module_mode_runs_as_main():

@@ -1,7 +1,9 @@
 """What a rank can observe of its own process: prints one OUT line per
 fact, the same under mpiexec and on the simulator (ranks <= cores, where
-Open MPI numbers local ranks in world order)."""
+Open MPI numbers local ranks in world order): its arguments and command
+line as given, the launcher's variables, its streams and threads."""
 import os
+import re
 import sys
 import threading
 
@@ -14,8 +16,18 @@ facts = {
     'main_thread': threading.current_thread() is threading.main_thread(),
     'threads': threading.active_count(),
     'universe': world.Get_attr(MPI.UNIVERSE_SIZE),
+    'argv': sys.argv,
+    'orig_argv': getattr(sys, 'orig_argv', None),
+    'file': __file__,
+    'path0': sys.path[0],
+    'namespace': bool(re.fullmatch(r'prterun-.+-\d+@1',
+                                   os.environ.get('PMIX_NAMESPACE', ''))),
 }
 for name in ('RANK', 'SIZE', 'LOCAL_RANK', 'LOCAL_SIZE', 'NODE_RANK'):
     facts[name] = os.environ.get('OMPI_COMM_WORLD_' + name)
+for name in ('PMIX_RANK', 'PMIX_HOSTNAME', 'OMPI_COMMAND', 'OMPI_ARGV',
+             'OMPI_MCA_num_procs', 'OMPI_NUM_APP_CTX', 'OMPI_TOOL_NAME',
+             'OMPI_MCA_initial_wdir', 'OMPI_VERSION', 'PRTE_LAUNCHED'):
+    facts[name] = os.environ.get(name)
 for name in sorted(facts):
     print('OUT rank={} {}={}'.format(world.rank, name, facts[name]))
