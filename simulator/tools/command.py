@@ -9,6 +9,7 @@ that second start must not pay for them twice.
 """
 import builtins
 import os
+import signal
 import sys
 import traceback
 
@@ -220,6 +221,9 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
         sys.stdout, sys.stderr = real_out, real_err
         report[0].flush()
         traceback.print_exception(error, file=report[1])
+        if isinstance(error, KeyboardInterrupt):
+            # Python then dies of SIGINT, which mpiexec reports as 130.
+            return 128 + signal.SIGINT, clock
         return getattr(error, 'errorcode', None) or 1, clock
     finally:
         sys.stdout, sys.stderr = real_out, real_err

@@ -1,0 +1,31 @@
+"""Rank 1 (rank 0 for an exception) ends the way argv[1] names; the
+launcher's exit status must be mpiexec's."""
+import os
+import sys
+
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+how = sys.argv[1]
+rank = comm.Get_rank()
+if rank == 1:
+    if how == 'exit-3':
+        sys.exit(3)
+    if how == 'exit-300':
+        sys.exit(300)           # a status is one byte: 44
+    if how == 'exit-minus-1':
+        sys.exit(-1)            # 255
+    if how == 'exit-message':
+        sys.exit('stopping here')
+    if how == 'os-exit-5':
+        os._exit(5)
+    if how == 'abort-7':
+        comm.Abort(7)
+if rank == 0:
+    if how == 'exception':
+        raise ValueError('deliberate')
+    if how == 'keyboard-interrupt':
+        raise KeyboardInterrupt
+if how == 'abort-7':
+    comm.Barrier()
+print('OUT rank={} done'.format(rank))
