@@ -19,7 +19,7 @@ from simulator.engine.modules import register_private_module
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
                                      parse_schedule)
-from simulator.tools.launch import (RankMainModule, RankStream,
+from simulator.tools.launch import (RankInput, RankMainModule, RankStream,
                                     captured_streams,
                                     install_mpi4py, load_code, run)
 from simulator.tools.timeline import scaling_table, write_timeline
@@ -186,6 +186,8 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
     real_main = sys.modules.get('__main__')
     sys.modules['__main__'] = RankMainModule(real_main)
     sys.stdout, sys.stderr = out, err
+    real_in = sys.stdin
+    sys.stdin = rank_in = RankInput(real_in)
 
     def rank_main(comm):
         namespace = dict(base, __name__='__main__', __builtins__=builtins)
@@ -226,6 +228,7 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
             return 128 + signal.SIGINT, clock
         return getattr(error, 'errorcode', None) or 1, clock
     finally:
-        sys.stdout, sys.stderr = real_out, real_err
+        rank_in.close_empty()
+        sys.stdout, sys.stderr, sys.stdin = real_out, real_err, real_in
         sys.modules['__main__'] = real_main
     return 0, clock

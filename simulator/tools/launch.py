@@ -129,6 +129,50 @@ class RankStream:
         return getattr(self._stream, name)
 
 
+class RankInput:
+    """``sys.stdin`` as ``mpiexec`` gives it: rank 0 reads the launcher's
+    standard input (forwarded through a pipe: never a terminal to the
+    program), every other rank reads ``/dev/null``: end of input at once
+    (``input()`` raises EOFError), where a shared stream would let ranks
+    take each other's lines."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._empty = None
+
+    def _source(self):
+        ctx = current()
+        if ctx is None or ctx.rank == 0:
+            return self._stream
+        if self._empty is None:
+            self._empty = open(os.devnull)  # one for all: it holds nothing
+        return self._empty
+
+    def read(self, *args):
+        return self._source().read(*args)
+
+    def readline(self, *args):
+        return self._source().readline(*args)
+
+    def readlines(self, *args):
+        return self._source().readlines(*args)
+
+    def __iter__(self):
+        return iter(self._source())
+
+    def isatty(self):
+        return False if current() is not None else self._stream.isatty()
+
+    def close_empty(self):
+        """Close the stand-in for /dev/null (after the run)."""
+        if self._empty is not None:
+            self._empty.close()
+            self._empty = None
+
+    def __getattr__(self, name):
+        return getattr(self._source(), name)
+
+
 @contextlib.contextmanager
 def captured_streams(replacements):
     """While inside, a stream the program captured before the run (a
