@@ -13,7 +13,8 @@ Instead of hanging, a broken program raises: ``DeadlockError`` (no rank
 can progress, or a rank waits for ranks that finished),
 ``CollectiveMismatchError``, ``UnmatchedMessageError``,
 ``MessageMismatchError``, ``simulator.mpi.Exception`` (``ERR_TRUNCATE``
-...), and ``RankFailedError`` in the ranks a failed rank left waiting.
+...), ``FinalizedError`` (a call after ``MPI.Finalize()``), and
+``RankFailedError`` in the ranks a failed rank left waiting.
 
 ``simulator.run(..., clock=VirtualTime(load_machine('gpu_cluster')))``
 (from :mod:`simulator.engine.clock` and :mod:`simulator.engine.netmodel`)
@@ -45,7 +46,8 @@ import importlib
 
 from simulator.errors import (AbortError, BufferModifiedError,
                               CollectiveMismatchError,
-                              DeadlockError, MessageMismatchError,
+                              DeadlockError, FinalizedError,
+                              MessageMismatchError,
                               RankFailedError, SimulatorError,
                               UnmatchedMessageError)
 
@@ -53,7 +55,8 @@ __all__ = ['run', 'explore', 'current', 'register_explainer',
            'register_library',
            'SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
-           'RankFailedError', 'AbortError', 'BufferModifiedError']
+           'RankFailedError', 'AbortError', 'BufferModifiedError',
+           'FinalizedError']
 
 # Imported on first use (PEP 562), not with the package: the engine, the
 # launcher and NumPy take ~0.5 s, which ``python -m simulator`` would pay

@@ -2,7 +2,8 @@
 
 __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
-           'RankFailedError', 'AbortError', 'BufferModifiedError']
+           'RankFailedError', 'AbortError', 'BufferModifiedError',
+           'FinalizedError']
 
 
 class SimulatorError(Exception):
@@ -36,6 +37,14 @@ class MessageMismatchError(SimulatorError):
 class BufferModifiedError(SimulatorError):
     """A rank wrote to the buffer of a send still in progress (MPI
     forbids it: the receiver may get the old contents or the new)."""
+
+
+class FinalizedError(SimulatorError):
+    """A rank called MPI after ``MPI.Finalize()``. MPI allows nothing but
+    a few queries then; Open MPI aborts the job, with ``errorcode`` (14)
+    as the job's exit status."""
+
+    errorcode = 14
 
 
 class RankFailedError(SimulatorError):

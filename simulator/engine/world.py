@@ -111,6 +111,9 @@ class World:
         self.finished_ranks = []
         self.all_finished = threading.Event()
         self.failure = None
+        # world rank -> (file, line) of its MPI.Finalize(): nothing but
+        # a few queries may follow (see simulator.mpi.Finalize).
+        self.finalized = {}
         self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
         self.posted = [dict() for _ in range(size)]      # ctx -> [Recv]
         self.collectives = {}                            # (ctx, seq) -> slot

@@ -18,6 +18,7 @@ from simulator.mpi import commattr as _commattr
 from simulator.mpi.comm import (COMM_NULL, COMM_SELF, COMM_WORLD, Comm,
                                 Intercomm, Intracomm, _rank_context,
                                 world_comm)  # noqa: F401 -- launch uses it
+from simulator.mpi import finalization as _finalization
 from simulator.mpi.commattr import (ERRHANDLER_NULL, ERRORS_ABORT,
                                     ERRORS_ARE_FATAL, ERRORS_RETURN,
                                     INFO_ENV, INFO_NULL, Errhandler, Info)
@@ -127,7 +128,10 @@ def Init_thread(required=_constants.THREAD_MULTIPLE):
 
 
 def Finalize():
-    """A no-op: the world ends when every rank returns."""
+    """End MPI in the calling rank: later calls but a few queries raise
+    FinalizedError (:mod:`simulator.mpi.finalization`); the world ends when
+    every rank returns."""
+    _finalization.finalize()
 
 
 def Is_initialized():
@@ -136,8 +140,8 @@ def Is_initialized():
 
 
 def Is_finalized():
-    """Never finalized while a rank runs."""
-    return False
+    """Whether the calling rank called Finalize."""
+    return _finalization.is_finalized()
 
 
 def Query_thread():

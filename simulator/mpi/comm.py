@@ -17,6 +17,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                      ERR_ROOT, ERR_TAG, IDENT, PROC_NULL,
                                      SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.finalization import after_finalize
 from simulator.mpi.commattr import CommProps
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
@@ -83,6 +84,10 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
             raise MPIException(ERR_COMM, 'operation on COMM_NULL')
         if state.freed:
             raise MPIException(ERR_COMM, '{} was freed'.format(state.name))
+        if state.world.finalized and \
+                state.world_rank in state.world.finalized:
+            raise after_finalize(state.world, state.world_rank,
+                                 'used {}'.format(state.name))
         return state
 
     # -- identity -------------------------------------------------------

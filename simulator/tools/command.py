@@ -195,7 +195,8 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
         try:
             exec(code, namespace)
         finally:
-            rank = comm.Get_rank()
+            # Not comm.Get_rank(): the program may have finalized MPI.
+            rank = current().rank
             out.flush_rank(rank)
             err.flush_rank(rank)
 

@@ -145,7 +145,7 @@ def test_what_a_rank_sees_of_its_process_matches_mpiexec(size, relative):
 
 @pytest.mark.parametrize('how', [
     'exit-3', 'exit-300', 'exit-minus-1', 'exit-message', 'os-exit-5',
-    'abort-7', 'exception', 'keyboard-interrupt'])
+    'abort-7', 'exception', 'keyboard-interrupt', 'call-after-finalize'])
 def test_exit_status_is_mpiexecs(how):
     # (A rank that exits while the others wait in a collective is left
     # out: Open MPI 5 then hangs, the simulator reports it.)

@@ -21,6 +21,9 @@ if rank == 1:
         os._exit(5)
     if how == 'abort-7':
         comm.Abort(7)
+    if how == 'call-after-finalize':
+        MPI.Finalize()
+        comm.Get_rank()         # Open MPI aborts the job: 14
 if rank == 0:
     if how == 'exception':
         raise ValueError('deliberate')
