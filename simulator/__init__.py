@@ -13,7 +13,9 @@ Instead of hanging, a broken program raises: ``DeadlockError`` (no rank
 can progress, or a rank waits for ranks that finished),
 ``CollectiveMismatchError``, ``UnmatchedMessageError``,
 ``MessageMismatchError``, ``simulator.mpi.Exception`` (``ERR_TRUNCATE``
-...), ``FinalizedError`` (a call after ``MPI.Finalize()``), and
+...), ``FinalizedError`` (a call after ``MPI.Finalize()``),
+``BufferModifiedError`` / ``OverlappingBuffersError`` (a pending
+operation's memory written or shared), and
 ``RankFailedError`` in the ranks a failed rank left waiting.
 
 ``simulator.run(..., clock=VirtualTime(load_machine('gpu_cluster')))``
@@ -47,7 +49,7 @@ import importlib
 from simulator.errors import (AbortError, BufferModifiedError,
                               CollectiveMismatchError,
                               DeadlockError, FinalizedError,
-                              MessageMismatchError,
+                              MessageMismatchError, OverlappingBuffersError,
                               RankFailedError, SimulatorError,
                               UnmatchedMessageError)
 
@@ -56,7 +58,7 @@ __all__ = ['run', 'explore', 'current', 'register_explainer',
            'SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError',
-           'FinalizedError']
+           'FinalizedError', 'OverlappingBuffersError']
 
 # Imported on first use (PEP 562), not with the package: the engine, the
 # launcher and NumPy take ~0.5 s, which ``python -m simulator`` would pay

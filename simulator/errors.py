@@ -3,7 +3,7 @@
 __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError',
-           'FinalizedError']
+           'FinalizedError', 'OverlappingBuffersError']
 
 
 class SimulatorError(Exception):
@@ -37,6 +37,12 @@ class MessageMismatchError(SimulatorError):
 class BufferModifiedError(SimulatorError):
     """A rank wrote to the buffer of a send still in progress (MPI
     forbids it: the receiver may get the old contents or the new)."""
+
+
+class OverlappingBuffersError(SimulatorError):
+    """A rank gave memory that a pending receive of its own writes into
+    to another receive or a send (MPI forbids it: what ends up there, or
+    what is sent, depends on timing)."""
 
 
 class FinalizedError(SimulatorError):

@@ -114,6 +114,9 @@ class World:
         # world rank -> (file, line) of its MPI.Finalize(): nothing but
         # a few queries may follow (see simulator.mpi.Finalize).
         self.finalized = {}
+        # world rank -> [(request, memory)] of its non-blocking buffer
+        # receives, completed ones dropped lazily (simulator.mpi.p2p).
+        self.pending_receives = {}
         self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
         self.posted = [dict() for _ in range(size)]      # ctx -> [Recv]
         self.collectives = {}                            # (ctx, seq) -> slot

@@ -15,6 +15,7 @@ from simulator.engine import activity, p2p
 from simulator.engine.reports import Report
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import (BufferModifiedError, MessageMismatchError,
+                              OverlappingBuffersError,
                               UnmatchedMessageError)
 from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
@@ -36,6 +37,53 @@ def checked_send(request, b, sent):
     if type(request) is not Request or b.scatter is not None:
         return request
     return SendRequest(request._activity, b.data[:b.count], sent)
+
+
+def _user_memory(b):
+    """The caller's memory that buffer ``b`` stands for, or None where
+    ``b`` is a packed copy (a derived datatype's) or empty."""
+    if b is None or b.scatter is not None or not b.count:
+        return None
+    return b.data[:b.count]
+
+
+def _shares(a, b):
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return np.shares_memory(a, b, max_work=1000)
+    except np.exceptions.TooHardError:
+        return False        # not provably shared: say nothing
+
+
+def check_overlap(world, rank, memory, record, verb):
+    """Raise if ``memory`` (a call's buffer; ``verb``: what the call does
+    with it, 'sends from') is memory a pending receive of ``rank``
+    writes into."""
+    pending = world.pending_receives.get(rank)
+    if not pending or memory is None:
+        return
+    pending[:] = [p for p in pending if not p[0]._done]
+    for request, theirs in pending:
+        if _shares(memory, theirs):
+            raise OverlappingBuffersError(
+                'rank {}\'s {} {} memory that its pending {} receives '
+                'into: MPI forbids a buffer in two operations while one is '
+                'pending (what ends up there, or what is sent, depends on '
+                'timing); use separate buffers or wait for the receive '
+                'first'.format(rank, record.describe(), verb,
+                               request.record.describe()))
+
+
+def watch_receive(world, rank, request, b):
+    """Check a non-blocking receive's buffer against the rank's pending
+    receives, then keep it among them."""
+    memory = _user_memory(b)
+    if memory is None:
+        return request
+    check_overlap(world, rank, memory, request.record, 'receives into')
+    world.pending_receives.setdefault(rank, []).append((request, memory))
+    return request
 
 
 class SendRequest(Request):
@@ -244,6 +292,11 @@ class PointToPoint:
         must be left alone until it completes (:class:`SendRequest`)."""
         b = parse(buf, op, packed=True) if buf is not None else \
             parse([None, 0, 'B'], op)
+        s = self._s
+        if s.world.pending_receives:
+            check_overlap(s.world, s.world_rank, _user_memory(b),
+                          CallRecord(op, s.world_rank, dest, tag, s.name,
+                                     raw=capture(2)), 'sends from')
         sent = b.data[:b.count].copy()
         request = self._isend(op, BUFFER, sent, b.datatype, dest, tag, sync,
                               block)
@@ -343,13 +396,21 @@ class PointToPoint:
         """Receive into a buffer."""
         b = parse(buf if buf is not None else [None, 0, 'B'],
                   'Recv buffer', writable=True, packed=True)
+        s = self._s
+        if s.world.pending_receives:
+            check_overlap(s.world, s.world_rank, _user_memory(b),
+                          CallRecord('Recv', s.world_rank, source, tag,
+                                     s.name, raw=capture(2)),
+                          'receives into')
         self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving into a buffer."""
         b = parse(buf if buf is not None else [None, 0, 'B'],
                   'Irecv buffer', writable=True, packed=True)
-        return self._irecv('Irecv', BUFFER, b, source, tag)
+        s = self._s
+        return watch_receive(s.world, s.world_rank,
+                             self._irecv('Irecv', BUFFER, b, source, tag), b)
 
     def Sendrecv(self, sendbuf, dest, sendtag=0,
                  recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG,

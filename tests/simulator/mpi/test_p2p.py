@@ -1,13 +1,14 @@
 """simulator.mpi.p2p: what only the simulator checks of point-to-point
-calls (real MPI leaves these undefined, so the tests run in-process)."""
+calls, a pending operation's buffer written or given to another call
+(real MPI leaves these undefined, so the tests run in-process)."""
 import numpy as np
 import pytest
 
 import simulator
-from simulator.errors import BufferModifiedError
+from simulator.errors import BufferModifiedError, OverlappingBuffersError
 
 pytestmark = pytest.mark.simulator_only(
-    'checks a rule Open MPI does not check: a pending send\'s buffer')
+    'checks rules Open MPI does not check: a pending operation\'s buffer')
 
 
 def _pair(sender):
@@ -89,3 +90,47 @@ def test_writing_after_the_wait_or_rewriting_the_same_bits_is_fine():
         request.Wait()
         buf[:] = 3.0                    # the send is over
     assert _pair(sender) == [2.0] * 4
+
+
+def _overlap_run(body):
+    """Run ``body(comm, buf)`` on rank 0 (its receives take 4 floats from
+    rank 1, tags 0 and 1) while rank 1 sends them; rank 0's result."""
+    def main(comm):
+        if comm.rank == 1:
+            for tag in (0, 1):
+                comm.Send(np.full(4, tag + 1.0), dest=0, tag=tag)
+            return None
+        return body(comm, np.zeros(8))
+    return simulator.run(main, 2)[0]
+
+
+@pytest.mark.parametrize('second', ['Irecv', 'Recv', 'Isend', 'Send'])
+def test_a_pending_receives_memory_in_another_call_is_reported(second):
+    def body(comm, buf):
+        first = comm.Irecv(buf[:4], source=1, tag=0)
+        other = buf[2:6]                    # overlaps elements 2 and 3
+        if second in ('Irecv', 'Recv'):
+            getattr(comm, second)(other, source=1, tag=1)   # the call
+        else:
+            getattr(comm, second)(other, dest=0, tag=9)     # the call
+        first.Wait()
+    with pytest.raises(OverlappingBuffersError) as info:
+        _overlap_run(body)
+    text = str(info.value)
+    assert text.startswith("rank 0's {}(".format(second))
+    assert ('receives into' if 'ecv' in second else 'sends from') in text
+    assert 'its pending Irecv(peer=1, tag=0' in text
+    assert text.count(__file__) == 2
+
+
+def test_adjacent_buffers_and_reuse_after_wait_are_fine():
+    def body(comm, buf):
+        a = comm.Irecv(buf[:4], source=1, tag=0)
+        b = comm.Irecv(buf[4:], source=1, tag=1)        # next to it
+        a.Wait()
+        b.Wait()
+        again = comm.Irecv(buf[:4], source=0, tag=7)    # reused after Wait
+        comm.Send(buf[4:], dest=0, tag=7)               # b is complete
+        again.Wait()
+        return buf.tolist()
+    assert _overlap_run(body) == [2.0] * 8
