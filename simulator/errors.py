@@ -1,9 +1,12 @@
-"""Exceptions the simulator raises when a program breaks an MPI rule."""
+"""Exceptions the simulator raises when a program breaks an MPI rule, and
+the warning it gives where the rule is broken but a real MPI usually
+carries on."""
 
 __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError',
-           'FinalizedError', 'OverlappingBuffersError']
+           'FinalizedError', 'OverlappingBuffersError',
+           'IncompleteRequestWarning']
 
 
 class SimulatorError(Exception):
@@ -70,3 +73,9 @@ class AbortError(SimulatorError):
     def __init__(self, message, errorcode=1, report=None):
         super().__init__(message, report)
         self.errorcode = errorcode
+
+
+class IncompleteRequestWarning(UserWarning):
+    """A rank's program ended with a non-blocking request it never
+    completed (Wait/Test) or freed: erroneous in MPI, though a small
+    message usually goes out anyway."""

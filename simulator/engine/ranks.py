@@ -103,6 +103,8 @@ def _rank_main(world, context, actor, main):
             process.run_exit_handlers(context)
             raise
         process.run_exit_handlers(context)
+        for check in world.end_checks:
+            check(context.rank)
     except process.ProcessExit as stop:
         stop.end_rank(world, actor)
     except actors.RankExit:

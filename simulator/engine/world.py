@@ -117,6 +117,11 @@ class World:
         # world rank -> [(request, memory)] of its non-blocking buffer
         # receives, completed ones dropped lazily (simulator.mpi.p2p).
         self.pending_receives = {}
+        # world rank -> requests the program got from non-blocking calls;
+        # end_checks: fn(world rank), run when a rank's program ends well
+        # (the layers above check what it left behind).
+        self.open_requests = {}
+        self.end_checks = []
         self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
         self.posted = [dict() for _ in range(size)]      # ctx -> [Recv]
         self.collectives = {}                            # (ctx, seq) -> slot

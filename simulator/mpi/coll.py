@@ -23,7 +23,7 @@ from simulator.mpi.msgspec import (Buffer, WBuffer, parse, parse_send,
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi import pickling
 from simulator.mpi.commctx import _comm_lock
-from simulator.mpi.request import Request
+from simulator.mpi.request import Request, track
 
 __all__ = ['Collectives']
 
@@ -158,6 +158,8 @@ class _CollectiveRequest(Request):
         self._after = after
         self._left = False
         self._out = None
+        if record.op[0] == 'I':     # the program's non-blocking call
+            track(self)
 
     def _ready(self):
         if not self._slot.ready:

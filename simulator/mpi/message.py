@@ -13,7 +13,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest
-from simulator.mpi.request import Request
+from simulator.mpi.request import Request, track
 
 __all__ = ['Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'MatchedProbes']
 
@@ -95,7 +95,7 @@ class Message:
         request = self._request(BUFFER, _buffer(buf, 'Message.Irecv'))
         if request._activity is None:
             return _NoProcRequest()
-        return request
+        return track(request)
 
     def recv(self, status=None):
         """Receive the probed object."""
@@ -110,7 +110,7 @@ class Message:
         request = self._request(OBJECT, None)
         if request._activity is None:
             return _NoProcRequest()
-        return request
+        return track(request)
 
     @classmethod
     def Probe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG,

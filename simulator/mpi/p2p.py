@@ -22,7 +22,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi import pickling
 from simulator.mpi.msgspec import parse
-from simulator.mpi.request import ProcNullRequest, Request
+from simulator.mpi.request import ProcNullRequest, Request, track
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send']
 
@@ -300,7 +300,8 @@ class PointToPoint:
         sent = b.data[:b.count].copy()
         request = self._isend(op, BUFFER, sent, b.datatype, dest, tag, sync,
                               block)
-        return checked_send(request, b, sent) if checked else request
+        return track(checked_send(request, b, sent)) if checked \
+            else request
 
     def send(self, obj, dest, tag=0):
         """Send a picklable object (eager: returns at once)."""
@@ -314,13 +315,13 @@ class PointToPoint:
 
     def isend(self, obj, dest, tag=0):
         """Start sending an object; ``wait()`` returns None."""
-        return self._isend('isend', OBJECT, pickling.dumps(obj),
-                           None, dest, tag)
+        return track(self._isend('isend', OBJECT, pickling.dumps(obj),
+                                 None, dest, tag))
 
     def issend(self, obj, dest, tag=0):
         """Start a synchronous object send."""
-        return self._isend('issend', OBJECT, pickling.dumps(obj),
-                           None, dest, tag, sync=True)
+        return track(self._isend('issend', OBJECT, pickling.dumps(obj),
+                                 None, dest, tag, sync=True))
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive and return an object."""
@@ -334,7 +335,7 @@ class PointToPoint:
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving an object; ``wait()`` returns it."""
-        return self._irecv('irecv', OBJECT, None, source, tag)
+        return track(self._irecv('irecv', OBJECT, None, source, tag))
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None,
                  source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
@@ -409,8 +410,9 @@ class PointToPoint:
         b = parse(buf if buf is not None else [None, 0, 'B'],
                   'Irecv buffer', writable=True, packed=True)
         s = self._s
-        return watch_receive(s.world, s.world_rank,
-                             self._irecv('Irecv', BUFFER, b, source, tag), b)
+        return track(watch_receive(
+            s.world, s.world_rank,
+            self._irecv('Irecv', BUFFER, b, source, tag), b))
 
     def Sendrecv(self, sendbuf, dest, sendtag=0,
                  recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG,

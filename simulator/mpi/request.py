@@ -5,9 +5,15 @@ testing go through :mod:`simulator.engine.activity`. ``_finish(status)``
 runs outside the world lock (it may copy large buffers) and returns the
 lowercase ``wait()`` result.
 """
+import functools
+import warnings
+
 import numpy as np
 
 from simulator.engine import activity
+from simulator.engine.libraries import is_library_file
+from simulator.engine.trace import user_frame
+from simulator.errors import IncompleteRequestWarning
 from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_COUNT,
                                      ERR_REQUEST, ERR_TYPE, PROC_NULL,
                                      SUCCESS, UNDEFINED)
@@ -15,7 +21,46 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 
 __all__ = ['Status', 'Request', 'ProcNullRequest', 'Grequest',
-           'REQUEST_NULL']
+           'REQUEST_NULL', 'track']
+
+
+def track(request):
+    """``request``, kept as one the program got from a non-blocking call:
+    if it is neither completed nor freed when the rank's program ends,
+    an IncompleteRequestWarning names the call and its line."""
+    act = request._activity
+    if act is None:
+        return request
+    world = act.world
+    mine = world.open_requests.get(act.rank)
+    if mine is None:
+        if not world.open_requests:
+            world.end_checks.append(functools.partial(_warn_open, world))
+        mine = world.open_requests[act.rank] = []
+    elif len(mine) >= _PRUNE_AT:
+        mine[:] = [r for r in mine if not r._done]
+    mine.append(request)
+    return request
+
+
+_PRUNE_AT = 64
+
+
+def _warn_open(world, rank):
+    for request in world.open_requests.pop(rank, ()):
+        if request._done:
+            continue
+        record = request.record
+        filename, lineno, _ = user_frame(record.frames)
+        if is_library_file(filename):
+            continue        # a library's own request: not the program's
+        warnings.warn_explicit(IncompleteRequestWarning(
+            'rank {}\'s {} was never completed: MPI requires every '
+            'non-blocking request to be completed (Wait, Test) or freed '
+            '(Free) before the program ends (a real MPI may never finish '
+            'it: a large message then never arrives)'.format(
+                rank, record.describe())),
+            IncompleteRequestWarning, filename, lineno)
 
 
 class Status:

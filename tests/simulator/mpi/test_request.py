@@ -1,0 +1,65 @@
+"""simulator.mpi.request: a non-blocking request the program leaves
+neither completed nor freed is named when its rank's program ends (a
+warning: real MPIs carry on, so the tests run in-process)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import simulator
+from simulator.errors import IncompleteRequestWarning
+
+pytestmark = pytest.mark.simulator_only(
+    'checks a rule Open MPI does not check: every request completed')
+
+
+def _warnings_of(body, size=2):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        simulator.run(body, size)
+    return [str(w.message) for w in caught
+            if issubclass(w.category, IncompleteRequestWarning)]
+
+
+def test_requests_left_incomplete_are_named_with_rank_and_line():
+    def body(comm):
+        if comm.rank == 0:
+            comm.Isend(np.arange(4.0), dest=1, tag=3)       # left
+            comm.isend('x', dest=1, tag=4)                  # left
+        else:
+            comm.Recv(np.zeros(4), source=0, tag=3)
+            comm.irecv(source=0, tag=4)                     # left
+        comm.Iallreduce(np.ones(2), np.zeros(2))            # left
+    messages = _warnings_of(body)
+    lines = [n for n, line in enumerate(open(__file__), 1)
+             if line.rstrip().endswith('# left')]
+    expected = [
+        "rank 0's Isend(peer=1, tag=3, comm=MPI_COMM_WORLD) at {}:{}".format(
+            __file__, lines[0]),
+        "rank 0's isend(peer=1, tag=4", "rank 1's irecv(peer=0, tag=4",
+        "rank 0's Iallreduce(comm=MPI_COMM_WORLD",
+        "rank 1's Iallreduce(comm=MPI_COMM_WORLD"]
+    for start in expected:
+        assert sum(m.startswith(start) for m in messages) == 1, (start,
+                                                                 messages)
+    assert len(messages) == 5
+    assert all('was never completed' in m for m in messages)
+
+
+def test_completed_tested_and_freed_requests_are_not():
+    def body(comm):
+        peer = 1 - comm.rank
+        a = comm.Isend(np.ones(2), dest=peer, tag=1)
+        b = comm.Irecv(np.zeros(2), source=peer, tag=1)
+        a.Wait()
+        while not b.Test():
+            pass
+        c = comm.Isend(np.ones(2), dest=peer, tag=2)
+        c.Free()
+        comm.Recv(np.zeros(2), source=peer, tag=2)
+        r = comm.Ibarrier()
+        simulator.mpi.Request.Waitall([r])
+        for i in range(100):        # many: the kept list is pruned
+            comm.Isend(np.ones(1), dest=comm.rank, tag=i).Wait()
+            comm.Recv(np.zeros(1), source=comm.rank, tag=i)
+    assert _warnings_of(body) == []
