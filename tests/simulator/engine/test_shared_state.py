@@ -14,22 +14,17 @@ import simulator
 from simulator.engine.shared_state import SharedStateWarning
 
 
-def _warnings_of(body, size=2):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        simulator.run(body, size)
-    return [str(w.message) for w in caught
-            if issubclass(w.category, SharedStateWarning)]
 
 
-def test_chdir_and_recursion_limit_are_reported_with_rank_and_line():
+def test_chdir_and_recursion_limit_are_reported_with_rank_and_line(
+        warnings_of):
     here, limit = os.getcwd(), sys.getrecursionlimit()
 
     def body(comm):
         if comm.rank == 1:
             os.chdir(here)
             sys.setrecursionlimit(limit)
-    messages = _warnings_of(body)
+    messages = warnings_of(body, SharedStateWarning)
     assert len(messages) == 2
     assert messages[0].startswith("rank 1 called os.chdir({!r}) at {}:".format(
         here, __file__))
@@ -37,22 +32,22 @@ def test_chdir_and_recursion_limit_are_reported_with_rank_and_line():
     assert all('all ranks see this change' in m for m in messages)
 
 
-def test_replacing_a_standard_stream_in_a_rank_is_reported():
+def test_replacing_a_standard_stream_in_a_rank_is_reported(warnings_of):
     def body(comm):
         if comm.rank == 0:
             saved = sys.stdout
             sys.stdout = io.StringIO()
             sys.stdout = saved
-    messages = _warnings_of(body)
+    messages = warnings_of(body, SharedStateWarning)
     assert len(messages) == 2 and 'sys.stdout = ' in messages[0]
 
 
-def test_signal_handler_in_a_rank_is_reported_and_not_installed():
+def test_signal_handler_in_a_rank_is_reported_and_not_installed(warnings_of):
     before = signal.getsignal(signal.SIGUSR1)
 
     def body(comm):
         return signal.signal(signal.SIGUSR1, lambda *args: None)
-    messages = _warnings_of(body, 1)
+    messages = warnings_of(body, SharedStateWarning, 1)
     assert 'not installed' in messages[0]
     assert signal.getsignal(signal.SIGUSR1) is before
 

@@ -1,7 +1,6 @@
 """simulator.mpi.request: a non-blocking request the program leaves
 neither completed nor freed is named when its rank's program ends (a
 warning: real MPIs carry on, so the tests run in-process)."""
-import warnings
 
 import numpy as np
 import pytest
@@ -13,15 +12,9 @@ pytestmark = pytest.mark.simulator_only(
     'checks a rule Open MPI does not check: every request completed')
 
 
-def _warnings_of(body, size=2):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        simulator.run(body, size)
-    return [str(w.message) for w in caught
-            if issubclass(w.category, IncompleteRequestWarning)]
 
 
-def test_requests_left_incomplete_are_named_with_rank_and_line():
+def test_requests_left_incomplete_are_named_with_rank_and_line(warnings_of):
     def body(comm):
         if comm.rank == 0:
             comm.Isend(np.arange(4.0), dest=1, tag=3)       # left
@@ -30,7 +23,7 @@ def test_requests_left_incomplete_are_named_with_rank_and_line():
             comm.Recv(np.zeros(4), source=0, tag=3)
             comm.irecv(source=0, tag=4)                     # left
         comm.Iallreduce(np.ones(2), np.zeros(2))            # left
-    messages = _warnings_of(body)
+    messages = warnings_of(body, IncompleteRequestWarning)
     lines = [n for n, line in enumerate(open(__file__), 1)
              if line.rstrip().endswith('# left')]
     expected = [
@@ -46,7 +39,7 @@ def test_requests_left_incomplete_are_named_with_rank_and_line():
     assert all('was never completed' in m for m in messages)
 
 
-def test_completed_tested_and_freed_requests_are_not():
+def test_completed_tested_and_freed_requests_are_not(warnings_of):
     def body(comm):
         peer = 1 - comm.rank
         a = comm.Isend(np.ones(2), dest=peer, tag=1)
@@ -62,4 +55,4 @@ def test_completed_tested_and_freed_requests_are_not():
         for i in range(100):        # many: the kept list is pruned
             comm.Isend(np.ones(1), dest=comm.rank, tag=i).Wait()
             comm.Recv(np.zeros(1), source=comm.rank, tag=i)
-    assert _warnings_of(body) == []
+    assert warnings_of(body, IncompleteRequestWarning) == []

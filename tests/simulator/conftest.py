@@ -1,0 +1,20 @@
+"""Fixtures for the simulator's tests."""
+import warnings
+
+import pytest
+
+import simulator
+
+
+@pytest.fixture
+def warnings_of():
+    """``warnings_of(body, category, size=2)``: the messages of the
+    ``category`` warnings that ``simulator.run(body, size)`` gave (from
+    any rank), all of them shown."""
+    def run(body, category, size=2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            simulator.run(body, size)
+        return [str(w.message) for w in caught
+                if issubclass(w.category, category)]
+    return run
