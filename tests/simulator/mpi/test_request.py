@@ -2,6 +2,8 @@
 neither completed nor freed is named when its rank's program ends (a
 warning: real MPIs carry on, so the tests run in-process)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -56,3 +58,18 @@ def test_completed_tested_and_freed_requests_are_not(warnings_of):
             comm.Isend(np.ones(1), dest=comm.rank, tag=i).Wait()
             comm.Recv(np.zeros(1), source=comm.rank, tag=i)
     assert warnings_of(body, IncompleteRequestWarning) == []
+
+
+
+def test_a_receive_nothing_matched_is_an_error_not_also_a_warning():
+    # It is reported when the run ends (UnmatchedMessageError: "left
+    # posted"); a warning as well would say it twice.
+    def body(comm):
+        if comm.rank == 0:
+            comm.Irecv(np.zeros(1), source=1, tag=5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        with pytest.raises(simulator.UnmatchedMessageError):
+            simulator.run(body, 2)
+    assert not [w for w in caught
+                if issubclass(w.category, IncompleteRequestWarning)]
