@@ -114,8 +114,9 @@ class World:
         # world rank -> (file, line) of its MPI.Finalize(): nothing but
         # a few queries may follow (see simulator.mpi.Finalize).
         self.finalized = {}
-        # world rank -> [(request, memory)] of its non-blocking buffer
-        # receives, completed ones dropped lazily (simulator.mpi.p2p).
+        # world rank -> {memory owner: [(request, memory)]} of its
+        # non-blocking buffer receives, completed ones dropped lazily
+        # (simulator.mpi.p2p).
         self.pending_receives = {}
         # world rank -> requests the program got from non-blocking calls;
         # end_checks: fn(world rank), run when a rank's program ends well

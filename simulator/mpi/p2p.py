@@ -56,12 +56,24 @@ def _shares(a, b):
         return False        # not provably shared: say nothing
 
 
+def _owner(memory):
+    """What finally holds ``memory``'s bytes: only arrays with the same
+    owner can overlap, so each call compares with those alone (a rank
+    with thousands of pending receives checks in constant time)."""
+    while isinstance(memory, np.ndarray) and memory.base is not None:
+        memory = memory.base
+    return id(memory)
+
+
 def check_overlap(world, rank, memory, record, verb):
     """Raise if ``memory`` (a call's buffer; ``verb``: what the call does
     with it, 'sends from') is memory a pending receive of ``rank``
     writes into."""
-    pending = world.pending_receives.get(rank)
-    if not pending or memory is None:
+    by_owner = world.pending_receives.get(rank)
+    if not by_owner or memory is None:
+        return
+    pending = by_owner.get(_owner(memory))
+    if not pending:
         return
     pending[:] = [p for p in pending if not p[0]._done]
     for request, theirs in pending:
@@ -82,7 +94,8 @@ def watch_receive(world, rank, request, b):
     if memory is None:
         return request
     check_overlap(world, rank, memory, request.record, 'receives into')
-    world.pending_receives.setdefault(rank, []).append((request, memory))
+    world.pending_receives.setdefault(rank, {}).setdefault(
+        _owner(memory), []).append((request, memory))
     return request
 
 
@@ -286,17 +299,22 @@ class PointToPoint:
                 world.block(recv.ready, record, recv.hopeless)
         return request
 
+    def _check_pending(self, op, b, peer, tag, verb):
+        """``check_overlap`` for the caller's ``op`` on buffer ``b``
+        (its record made only while the rank has pending receives)."""
+        s = self._s
+        if s.world.pending_receives:
+            check_overlap(s.world, s.world_rank, _user_memory(b),
+                          CallRecord(op, s.world_rank, peer, tag, s.name,
+                                     raw=capture(3)), verb)
+
     def _send_buffer(self, op, buf, dest, tag, sync=False, block=False,
                      checked=False):
         """Send ``buf``; ``checked``: the caller's request, whose buffer
         must be left alone until it completes (:class:`SendRequest`)."""
         b = parse(buf, op, packed=True) if buf is not None else \
             parse([None, 0, 'B'], op)
-        s = self._s
-        if s.world.pending_receives:
-            check_overlap(s.world, s.world_rank, _user_memory(b),
-                          CallRecord(op, s.world_rank, dest, tag, s.name,
-                                     raw=capture(2)), 'sends from')
+        self._check_pending(op, b, dest, tag, 'sends from')
         sent = b.data[:b.count].copy()
         request = self._isend(op, BUFFER, sent, b.datatype, dest, tag, sync,
                               block)
@@ -397,12 +415,7 @@ class PointToPoint:
         """Receive into a buffer."""
         b = parse(buf if buf is not None else [None, 0, 'B'],
                   'Recv buffer', writable=True, packed=True)
-        s = self._s
-        if s.world.pending_receives:
-            check_overlap(s.world, s.world_rank, _user_memory(b),
-                          CallRecord('Recv', s.world_rank, source, tag,
-                                     s.name, raw=capture(2)),
-                          'receives into')
+        self._check_pending('Recv', b, source, tag, 'receives into')
         self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
