@@ -257,9 +257,13 @@ def test_create_mnbn_model_replaces_every_batch_normalization(
         np.testing.assert_allclose(model(x).array, original(x).array,
                                    rtol=1e-6)
     if comm.size == 1:
+        # Batch statistics from sums (MNBN) vs Chainer's own mean: float32
+        # rounding of the outputs' scale (|y| up to ~4), so near-zero
+        # outputs differ by a few 1e-6 absolute (2.9e-6 seen under
+        # mpiexec, where the unseeded weights differ from run to run).
         with chainer.using_config('train', True):
             np.testing.assert_allclose(model(x).array, original(x).array,
-                                       rtol=1e-5, atol=1e-6)
+                                       rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.mpi(sizes=(1,))
