@@ -19,11 +19,12 @@ process sees neither the other ranks' threads nor the simulator's).
 """
 import _thread
 import threading
+import time
 
 from simulator.engine.patches import PatchSet, wrap
 
-__all__ = ['Actor', 'RankExit', 'current', 'current_actor', 'enter',
-           'leave', 'inherit_threads']
+__all__ = ['Actor', 'RankExit', 'RankCpu', 'current', 'current_actor',
+           'enter', 'leave', 'inherit_threads']
 
 _local = threading.local()
 
@@ -31,6 +32,40 @@ _local = threading.local()
 class RankExit(BaseException):
     """Raised in a thread whose rank has ended (as a daemon thread dies
     with its process); the thread wrapper swallows it."""
+
+
+class RankCpu:
+    """The CPU time of one rank's threads, as a process's CPU time
+    (``time.process_time``) would count it: its threads that still run
+    plus those that ended. A thread is counted from :func:`enter` until
+    :func:`leave`, which it calls itself, so a thread in the set still
+    runs and its CPU clock can be read."""
+
+    __slots__ = ('_lock', '_running', '_ended')
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = set()
+        self._ended = 0.0
+
+    def thread_started(self):
+        with self._lock:
+            self._running.add(threading.get_ident())
+
+    def thread_ended(self):
+        with self._lock:
+            self._running.discard(threading.get_ident())
+            self._ended += time.thread_time()
+
+    def seconds(self):
+        """CPU seconds of the rank's threads so far."""
+        me = threading.get_ident()
+        with self._lock:
+            total = self._ended
+            for ident in self._running:
+                total += time.thread_time() if ident == me else \
+                    time.clock_gettime(time.pthread_getcpuclockid(ident))
+        return total
 
 
 class Actor:
@@ -105,6 +140,7 @@ def enter(context, actor):
     """Make the calling thread ``actor`` of ``context``'s rank."""
     _local.context = context
     _local.actor = actor
+    context.cpu.thread_started()
     clock = context.world.clock
     if clock is not None:
         clock.thread_started(context.rank)
@@ -113,8 +149,10 @@ def enter(context, actor):
 def leave():
     """The calling thread no longer runs a rank."""
     context = getattr(_local, 'context', None)
-    if context is not None and context.world.clock is not None:
-        context.world.clock.thread_ended(context.rank)
+    if context is not None:
+        context.cpu.thread_ended()
+        if context.world.clock is not None:
+            context.world.clock.thread_ended(context.rank)
     _local.context = None
     _local.actor = None
 

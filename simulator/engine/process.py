@@ -35,7 +35,10 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   ``os._exit``), so a handler sees its rank and may still call MPI;
 - ``socket.gethostname()`` in a world of several simulated nodes: the
   rank's node (``MPI.Get_processor_name()``), so code that groups ranks
-  by host sees the nodes.
+  by host sees the nodes;
+- ``time.process_time()`` (and ``_ns``): the CPU time of the rank's own
+  threads (its main thread and those it started), not of every rank's,
+  so a rank that times its own work with it sees what its process would.
 
 Outside a rank everything is the process's own object, unchanged. User
 modules are made private by :mod:`simulator.engine.modules`; calls that
@@ -48,6 +51,7 @@ import random
 import socket
 import subprocess
 import sys
+import time
 import traceback
 import types
 
@@ -584,6 +588,16 @@ def _gethostname_for(real):
     return gethostname
 
 
+def _process_time_for(real, ns=False):
+    def process_time():
+        context = current()
+        if context is None:
+            return real()
+        seconds = context.cpu.seconds()
+        return int(seconds * 1e9) if ns else seconds
+    return process_time
+
+
 def _install():
     undo = []
     sys_dict = real_sys_dict()
@@ -600,6 +614,9 @@ def _install():
     undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
              wrap(os, '_exit', _exit_for),
              wrap(socket, 'gethostname', _gethostname_for),
+             wrap(time, 'process_time', _process_time_for),
+             wrap(time, 'process_time_ns',
+                  lambda real: _process_time_for(real, ns=True)),
              wrap(atexit, 'register', _atexit_register_for),
              wrap(atexit, 'unregister', _atexit_unregister_for)]
 

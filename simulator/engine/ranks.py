@@ -48,7 +48,8 @@ class RankContext:
     private process state (:mod:`simulator.engine.process`, built on use);
     ``local``: state the layers above keep per rank (the mpi facade's
     communicators...), name -> object; ``threads``: its threads, its
-    main thread first; ``result`` / ``error``: how its main function
+    main thread first; ``cpu``: their CPU time (``actors.RankCpu``);
+    ``result`` / ``error``: how its main function
     ended.
     """
 
@@ -62,6 +63,7 @@ class RankContext:
         self.process = None
         self.local = {}
         self.threads = []
+        self.cpu = actors.RankCpu()
         self.result = None
         self.error = None
         # The script's globals when run by python -m simulator (pickle

@@ -123,6 +123,31 @@ def test_numpy_print_options_set_by_one_rank_stay_there(mpi_comm):
         np.set_printoptions(**before)
 
 
+@pytest.mark.mpi(sizes=(1, 3))
+def test_process_time_counts_only_the_ranks_own_threads(mpi_comm):
+    # The last rank keeps a thread of its own busy, the others sleep: a
+    # process's CPU time is its threads', not its neighbours'.
+    busy = mpi_comm.rank == mpi_comm.size - 1
+
+    def spin(seconds=0.3):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    mpi_comm.Barrier()
+    start = time.process_time()
+    if busy:
+        helper = threading.Thread(target=spin)
+        helper.start()
+        helper.join()
+    else:
+        time.sleep(0.3)
+    spent = time.process_time() - start
+    mpi_comm.Barrier()
+    assert spent > 0.05 if busy else spent < 0.05, spent
+    assert isinstance(time.process_time_ns(), int)
+
+
 _ATEXIT = ('a process runs its atexit handlers when it exits, after '
            'pytest: only a simulated rank ends inside the test')
 
