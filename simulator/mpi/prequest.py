@@ -5,11 +5,17 @@ A persistent request is a recipe: each ``Start`` begins one ordinary
 operation through the same code path as ``Isend``/``Irecv``; waiting and
 testing go to that operation. Between completion and the next Start the
 request is inactive, not null: it keeps its handle, as in MPI.
+
+Each started operation, and the send of each ``Isendrecv`` pair, is
+tracked (:func:`simulator.mpi.request.track`): a rank whose program ends
+without completing or freeing it gets an ``IncompleteRequestWarning``
+naming the call and its line, as for ``Isend``. Freeing an active
+request lets its operation finish on its own (MPI allows it).
 """
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.datatypes import DATATYPE_NAMES
 from simulator.mpi.p2p import BUFFER, checked_send
-from simulator.mpi.request import Request
+from simulator.mpi.request import Request, track
 
 __all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'message_buffer']
 
@@ -83,7 +89,10 @@ class Prequest(Request):
         return id(self._start)
 
     def Free(self):
-        """Forget the recipe (the handle becomes null)."""
+        """Forget the recipe (the handle becomes null); an operation still
+        active completes on its own, as MPI lets it."""
+        if self._current is not None:
+            self._current.free()
         self._start = None
 
 
@@ -114,6 +123,12 @@ class PairRequest(Request):
     def Get_status(self, status=None):
         return all(p.Get_status() for p in self._parts)
 
+    def Free(self):
+        """Forget both operations (they still take place)."""
+        for part in self._parts:
+            part.free()
+        self._done = True
+
     def _waitable(self):
         return None
 
@@ -128,8 +143,8 @@ class PersistentP2P:
         # Each Start sends the buffer as it is then; until that send
         # completes the buffer must stay as it was (checked_send).
         sent = b.data[:b.count].copy()
-        return checked_send(self._isend(op, BUFFER, sent, b.datatype, dest,
-                                        tag, sync), b, sent)
+        return track(checked_send(self._isend(op, BUFFER, sent, b.datatype,
+                                              dest, tag, sync), b, sent))
 
     def Send_init(self, buf, dest, tag=0):
         """A persistent standard send."""
@@ -152,16 +167,17 @@ class PersistentP2P:
         """A persistent receive."""
         b = message_buffer(buf, 'Recv_init')
         self._peer(source, 'source', True)
-        return Prequest(start=lambda: self._irecv('Recv_init', BUFFER, b,
-                                                  source, tag))
+        return Prequest(start=lambda: track(self._irecv(
+            'Recv_init', BUFFER, b, source, tag)))
 
     def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None,  # noqa
                   source=-1, recvtag=-1):
         """Start a send and a receive; one request for both."""
         sb = message_buffer(sendbuf, 'Isendrecv send buffer')
         rb = message_buffer(recvbuf, 'Isendrecv receive buffer')
-        send = self._isend('Isendrecv', BUFFER, sb.data[:sb.count].copy(),
-                           sb.datatype, dest, sendtag)
+        send = track(self._isend('Isendrecv', BUFFER,
+                                 sb.data[:sb.count].copy(), sb.datatype,
+                                 dest, sendtag))
         return PairRequest(send, self._irecv('Isendrecv', BUFFER, rb,
                                              source, recvtag))
 
@@ -169,17 +185,18 @@ class PersistentP2P:
                           source=-1, recvtag=-1):
         """Isendrecv with one buffer (sent as it is now)."""
         b = message_buffer(buf, 'Isendrecv_replace buffer')
-        send = self._isend('Isendrecv_replace', BUFFER,
-                           b.data[:b.count].copy(), b.datatype, dest,
-                           sendtag)
+        send = track(self._isend('Isendrecv_replace', BUFFER,
+                                 b.data[:b.count].copy(), b.datatype, dest,
+                                 sendtag))
         return PairRequest(send, self._irecv('Isendrecv_replace', BUFFER,
                                              b, source, recvtag))
 
     def isendrecv(self, sendobj, dest, sendtag=0, source=-1, recvtag=-1):
         """Object Isendrecv; ``wait()`` returns the received object."""
         from simulator.mpi import pickling
-        send = self._isend('isendrecv', 'object', pickling.dumps(sendobj),
-                           None, dest, sendtag)
+        send = track(self._isend('isendrecv', 'object',
+                                 pickling.dumps(sendobj), None, dest,
+                                 sendtag))
         recv = self._irecv('isendrecv', 'object', None, source, recvtag)
         pair = PairRequest(send, recv)
 

@@ -60,6 +60,54 @@ def test_completed_tested_and_freed_requests_are_not(warnings_of):
     assert warnings_of(body, IncompleteRequestWarning) == []
 
 
+def test_persistent_and_paired_requests_left_incomplete_are_named(
+        warnings_of):
+    def body(comm):
+        peer = 1 - comm.rank
+        send = comm.Send_init(np.ones(2), dest=peer, tag=1)
+        recv = comm.Recv_init(np.zeros(2), source=peer, tag=1)
+        simulator.mpi.Prequest.Startall([send, recv])
+        simulator.mpi.Request.Waitall([send, recv])     # a round done
+        send.Start()                                    # left
+        recv.Start()                                    # left
+        comm.Isendrecv(np.ones(1), peer, 2, np.zeros(1), peer, 2)  # left
+        comm.Barrier()      # (both ranks' messages posted)
+    messages = warnings_of(body, IncompleteRequestWarning)
+    lines = [n for n, line in enumerate(open(__file__), 1)
+             if line.rstrip().endswith('# left')][-3:]
+    for rank in (0, 1):
+        for op, line in zip(('Send_init', 'Recv_init', 'Isendrecv'), lines):
+            start = "rank {}'s {}(peer={}".format(rank, op, 1 - rank)
+            found = [m for m in messages if m.startswith(start)]
+            where = ' at {}:{} '.format(__file__, line)
+            assert len(found) == 1 and where in found[0], (start, messages)
+    assert len(messages) == 6
+
+
+def test_persistent_and_paired_requests_completed_or_freed_are_not(
+        warnings_of):
+    def body(comm):
+        peer = 1 - comm.rank
+        send = comm.Send_init(np.ones(2), dest=peer, tag=1)
+        recv = comm.Recv_init(np.zeros(2), source=peer, tag=1)
+        for _ in range(3):
+            simulator.mpi.Prequest.Startall([send, recv])
+            simulator.mpi.Request.Waitall([send, recv])
+        send.Start()
+        recv.Start()
+        send.Free()         # active: it completes on its own
+        recv.Wait()
+        recv.Free()
+        comm.Isendrecv(np.ones(1), peer, 2, np.zeros(1), peer, 2).Wait()
+        assert comm.isendrecv('x', peer, 3, source=peer, recvtag=3).wait() \
+            == 'x'
+        pair = comm.Isendrecv_replace(np.ones(1), peer, 4, peer, 4)
+        while not pair.Test():
+            pass
+        comm.Isendrecv(np.ones(1), peer, 5, np.zeros(1), peer, 5).Free()
+        comm.Barrier()
+    assert warnings_of(body, IncompleteRequestWarning) == []
+
 
 def test_a_receive_nothing_matched_is_an_error_not_also_a_warning():
     # It is reported when the run ends (UnmatchedMessageError: "left
