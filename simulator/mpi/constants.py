@@ -112,7 +112,8 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
         if not isinstance(ierr, int):
             raise TypeError('MPI.Exception error code must be an int, got '
                             '{!r}'.format(ierr))
-        self.error_code = int(ierr)
+        # mpi4py's rule: a negative code is no MPI error code at all
+        self.error_code = int(ierr) if ierr >= SUCCESS else ERR_UNKNOWN
         self.detail = detail
         super().__init__(ierr)
 

@@ -5,7 +5,7 @@ the user's own (``Add_error_class``, ``Add_error_code``,
 User classes and codes belong to the rank that adds them (a rank is a
 process); they start after ``ERR_LASTCODE``.
 """
-from simulator.mpi.constants import ERR_ARG
+from simulator.mpi.constants import ERR_ARG, ERR_LASTCODE, SUCCESS
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import _user_errors as _user
 from simulator.mpi.constants import error_class as Get_error_class
@@ -25,14 +25,18 @@ def Add_error_class():
 
 
 def Add_error_code(errorclass):
-    """A new error code of the user class ``errorclass``."""
+    """A new error code of ``errorclass`` (a predefined class or one
+    made by ``Add_error_class``)."""
     table = _user()
     if not isinstance(errorclass, int):
         raise TypeError('Add_error_code: error class must be an int, got '
                         '{!r}'.format(errorclass))
-    if table['class'].get(errorclass) != errorclass:
-        raise MPIException(ERR_ARG, 'Add_error_code: {} is not a user error '
-                           'class'.format(errorclass))
+    # Open MPI takes any predefined class too (ERR_OTHER...), not a code
+    predefined = SUCCESS <= errorclass <= ERR_LASTCODE
+    if not predefined and table['class'].get(errorclass) != errorclass:
+        raise MPIException(ERR_ARG, 'Add_error_code: {} is neither a '
+                           'predefined error class nor one added by '
+                           'Add_error_class'.format(errorclass))
     table['last'] += 1
     code = table['last']
     table['class'][code] = errorclass

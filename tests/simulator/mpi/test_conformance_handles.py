@@ -206,6 +206,11 @@ def test_error_classes_and_exceptions(mpi_comm, MPI):
     assert MPI.Get_error_string(code) == 'mine'
     assert MPI.COMM_WORLD.Get_attr(MPI.LASTUSEDCODE) == code
     assert _error_class(MPI, MPI.Get_error_class, 100000) == MPI.ERR_ARG
+    # a code of a predefined class; a negative code is ERR_UNKNOWN
+    other = MPI.Add_error_code(MPI.ERR_OTHER)
+    assert other > code and MPI.Get_error_class(other) == MPI.ERR_OTHER
+    assert MPI.Exception(MPI.SUCCESS - 1) == MPI.ERR_UNKNOWN
+    assert MPI.Exception(MPI.ERR_LASTCODE + 1) == MPI.ERR_LASTCODE + 1
 
 
 @pytest.mark.mpi(sizes=SIZES)
