@@ -27,6 +27,7 @@ from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
+from simulator.mpi.ulfm import FaultTolerance, check_revoked
 from simulator.mpi.unsupported import mpi41_missing, not_simulated
 
 __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
@@ -34,7 +35,8 @@ __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
 
 
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
-           Scans, PersistentCollectives, CommProps, HandleMixin):
+           Scans, PersistentCollectives, CommProps, FaultTolerance,
+           HandleMixin):
     """A communicator, with mpi4py's method names and argument order.
 
     Point-to-point methods come from :class:`~simulator.mpi.p2p.
@@ -79,6 +81,14 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     @property
     def _s(self):
+        """The state, for communication: ERR_REVOKED once revoked."""
+        state = self._local
+        check_revoked(state)
+        return state
+
+    @property
+    def _local(self):
+        """The state, for local queries (a revoked communicator's too)."""
         state = self._state
         if state is None:
             raise MPIException(ERR_COMM, 'operation on COMM_NULL')
@@ -93,11 +103,11 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     # -- identity -------------------------------------------------------
     def Get_rank(self):
         """This rank in the communicator."""
-        return self._s.rank
+        return self._local.rank
 
     def Get_size(self):
         """Number of ranks in the communicator."""
-        return len(self._s.group)
+        return len(self._local.group)
 
     rank = property(Get_rank)
     size = property(Get_size)
@@ -107,22 +117,22 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         made by Split or Dup and never named, as in Open MPI)."""
         if self._state is None:
             return 'MPI_COMM_NULL'
-        return self._s.title
+        return self._local.title
 
     def Set_name(self, name):
         """Rename the communicator (this rank's handle)."""
-        self._s.name = self._s.title = str(name)
+        self._local.name = self._local.title = str(name)
 
     name = property(Get_name, Set_name)
 
     def Is_inter(self):
         """Always False: only intracommunicators are simulated."""
-        self._s  # noqa: B018 -- raises on COMM_NULL or a freed comm
+        self._local  # noqa: B018 -- raises on COMM_NULL or a freed comm
         return False
 
     def Is_intra(self):
         """Always True."""
-        self._s  # noqa: B018
+        self._local  # noqa: B018
         return True
 
     def Compare(self, comm):
@@ -130,7 +140,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         SIMILAR (same members, another order) or UNEQUAL."""
         if not isinstance(comm, Comm):
             raise TypeError('Compare expects a Comm, got {!r}'.format(comm))
-        a, b = self._s, comm._s
+        a, b = self._local, comm._local
         if a is b:
             return IDENT
         if a.group == b.group:
@@ -161,7 +171,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     def Free(self):
         """Release the communicator; the handle becomes COMM_NULL."""
-        s = self._s
+        s = self._local
         if s.ctx in (('world',),) or s.ctx[0] == 'self':
             raise MPIException(ERR_COMM, 'cannot free {}'.format(s.name))
         self._drop_attrs()
@@ -278,18 +288,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     def Dup(self, info=None):
         """A new communicator with the same group and a new context."""
         s = self._s
-        seq = s.next_seq()
-        record = CallRecord('Dup', s.world_rank, None, None, s.name, seq,
-                            raw=capture(2))
-        if s.world.clock is not None:
-            s.world.clock.stamp(record)
-        slot = coll.arrive(s, seq, 'Dup', (), None, record)
-        coll.wait_ready(s, slot, record)
-        if s.world.clock is not None:
-            s.world.clock.collective(s.world_rank, slot)
-        coll.leave(s, slot)
-        state = CommState(s.world, (s.ctx, seq, 'dup'), s.group, s.rank,
-                          '{}.Dup#{}'.format(s.name, seq), title='')
+        state = self._dup_state(s, 'Dup', capture(2))
         # Dup keeps the handle's type, as mpi4py's (a pkl5.Intracomm's Dup
         # is one), except the rank-local COMM_WORLD / COMM_SELF class.
         cls = type(self)
@@ -308,7 +307,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     def Get_topology(self):
         """UNDEFINED: topologies are not simulated."""
-        self._s  # noqa: B018
+        self._local  # noqa: B018
         return UNDEFINED
 
     # MPI 4.1's communicator buffers: Open MPI 5.0 does not have them
@@ -354,7 +353,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     def Get_group(self):
         """The communicator's group."""
-        return Group._of(self._s.group)
+        return Group._of(self._local.group)
 
     group = property(Get_group)
 

@@ -420,7 +420,7 @@ def _keyvals():
 
 class CommProps:
     """Error handlers, attributes and info of ``Comm``; a mixin over
-    ``self._s`` (the rank's CommState) and ``self._state``."""
+    ``self._local`` (the rank's CommState) and ``self._state``."""
 
     # -- error handlers
     @classmethod
@@ -431,7 +431,7 @@ class CommProps:
     def _checked(self):
         if self._state is None:
             raise MPIException(ERR_COMM, 'operation on COMM_NULL')
-        return self._s
+        return self._local
 
     def Get_errhandler(self):
         """A new handle to the communicator's error handler."""
@@ -546,7 +546,7 @@ class CommProps:
 
     def _drop_attrs(self):
         """Run the delete callbacks (the communicator is being freed)."""
-        attrs = self._s.props.pop('attrs', {})
+        attrs = self._local.props.pop('attrs', {})
         for keyval, value in list(attrs.items()):
             self._delete(keyval, value)
 
