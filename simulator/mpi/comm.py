@@ -174,7 +174,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         s = self._local
         if s.ctx in (('world',),) or s.ctx[0] == 'self':
             raise MPIException(ERR_COMM, 'cannot free {}'.format(s.name))
-        self._drop_attrs()
+        self._drop_attrs(self._attr_store('Free'))
         s.freed = True
         self._state = None
 

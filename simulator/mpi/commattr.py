@@ -14,7 +14,8 @@ from simulator.engine.actors import current, current_actor
 from simulator.errors import AbortError
 from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
                                      ERR_INFO_KEY, ERR_INFO_NOKEY,
-                                     ERR_INFO_VALUE, ERR_KEYVAL, SUCCESS)
+                                     ERR_INFO_VALUE, SUCCESS)
+from simulator.mpi.attributes import Attributes
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import (HandleMixin, handle_argument_error,
                                    register_fixed)
@@ -406,19 +407,7 @@ INFO_ENV = Info.Create({'thread_level': 'MPI_THREAD_MULTIPLE'})
 register_fixed(INFO_ENV._d, 1, 'Info')
 
 
-# -- keyvals ------------------------------------------------------------------
-def _keyvals():
-    ctx = current()
-    local = _OUTSIDE if ctx is None else ctx.local
-    table = local.get('mpi.keyvals')
-    if table is None:
-        # Open MPI numbers user keys after its predefined ones.
-        table = local['mpi.keyvals'] = {'next': itertools.count(13),
-                                        'fns': {}}
-    return table
-
-
-class CommProps:
+class CommProps(Attributes):
     """Error handlers, attributes and info of ``Comm``; a mixin over
     ``self._local`` (the rank's CommState) and ``self._state``."""
 
@@ -458,69 +447,15 @@ class CommProps:
         call_errhandler(Errhandler(s.props.get('errhandler', _RETURN)), self,
                         errorcode)
 
-    # -- attributes
-    @classmethod
-    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
-        """A new attribute key; ``copy_fn(comm, keyval, value)`` makes the
-        Dup's value (True: the same value; None/False: not copied;
-        NotImplemented as its result: not copied)."""
-        table = _keyvals()
-        keyval = next(table['next'])
-        table['fns'][keyval] = (copy_fn, delete_fn)
-        return keyval
+    # -- attributes (the mixin's, over the state's props)
+    _attr_kind, _attr_name = 'comm', 'Comm'
+    _PREDEFINED_ATTRS = _PREDEFINED_KEYS
 
-    @classmethod
-    def Free_keyval(cls, keyval):
-        """Forget the key; returns KEYVAL_INVALID."""
-        table = _keyvals()
-        if keyval not in table['fns']:
-            raise MPIException(ERR_KEYVAL, 'Free_keyval: {!r} is not an '
-                               'attribute key'.format(keyval))
-        del table['fns'][keyval]
-        return KEYVAL_INVALID
+    def _attr_store(self, what):
+        return self._checked().props.setdefault('attrs', {})
 
-    def _keyval(self, keyval, what):
-        if not isinstance(keyval, int):
-            raise TypeError('{}: keyval must be an int, got {!r}'.format(
-                what, keyval))
-        if keyval not in _keyvals()['fns']:
-            raise MPIException(ERR_KEYVAL, '{}: {!r} is not an attribute '
-                               'key'.format(what, keyval))
-        return keyval
-
-    def Get_attr(self, keyval):
-        """The value stored under ``keyval`` (None if none)."""
-        s = self._checked()
-        if isinstance(keyval, int) and keyval in _PREDEFINED_KEYS:
-            return _predefined_attr(s, keyval)
-        self._keyval(keyval, 'Get_attr')
-        return s.props.get('attrs', {}).get(keyval)
-
-    def Set_attr(self, keyval, attrval):
-        """Store ``attrval`` under ``keyval`` (replacing, which runs the
-        delete callback of the old value)."""
-        s = self._checked()
-        self._keyval(keyval, 'Set_attr')
-        attrs = s.props.setdefault('attrs', {})
-        if keyval in attrs:
-            self._delete(keyval, attrs.pop(keyval))
-        attrs[keyval] = attrval
-
-    def Delete_attr(self, keyval):
-        """Remove the value under ``keyval``, running its delete
-        callback."""
-        s = self._checked()
-        self._keyval(keyval, 'Delete_attr')
-        attrs = s.props.get('attrs', {})
-        if keyval not in attrs:
-            raise MPIException(ERR_KEYVAL, 'Delete_attr: no attribute under '
-                               'key {} on {}'.format(keyval, s.name))
-        self._delete(keyval, attrs.pop(keyval))
-
-    def _delete(self, keyval, value):
-        fns = _keyvals()['fns'].get(keyval)
-        if fns is not None and callable(fns[1]):
-            fns[1](self, keyval, value)
+    def _predefined_attr(self, keyval):
+        return _predefined_attr(self._checked(), keyval)
 
     def _inherit(self, new):
         """Give the new communicator ``new`` (made by Dup) this one's
@@ -530,25 +465,8 @@ class CommProps:
             new._state.props['predefined'] = True
         if 'errhandler' in old.props:
             new._state.props['errhandler'] = old.props['errhandler']
-        table = _keyvals()['fns']
-        copied = {}
-        for keyval, value in old.props.get('attrs', {}).items():
-            copy_fn = table.get(keyval, (None, None))[0]
-            if copy_fn is True:
-                copied[keyval] = value
-            elif callable(copy_fn):
-                result = copy_fn(self, keyval, value)
-                if result is not NotImplemented:
-                    copied[keyval] = result
-        if copied:
-            new._state.props['attrs'] = copied
+        self._copy_attrs_to(new)
         return new
-
-    def _drop_attrs(self):
-        """Run the delete callbacks (the communicator is being freed)."""
-        attrs = self._local.props.pop('attrs', {})
-        for keyval, value in list(attrs.items()):
-            self._delete(keyval, value)
 
     # -- info
     def Set_info(self, info):

@@ -17,6 +17,7 @@ import numpy as np
 
 from simulator.engine.actors import current
 from simulator.mpi import typemap
+from simulator.mpi.attributes import Attributes
 from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_TYPE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import handle_argument_error
@@ -65,7 +66,7 @@ def _type_error(what, datatype):
     return MPIException(ERR_TYPE, '{} of {}'.format(what, datatype))
 
 
-class Datatype:
+class Datatype(Attributes):
     """An MPI datatype handle (mpi4py's ``MPI.Datatype``)."""
 
     __module__ = 'simulator.mpi'
@@ -208,14 +209,7 @@ class Datatype:
         if h.predefined:
             raise _type_error('Free', '{} (a predefined datatype)'.format(
                 h.name))
-        # Get_contents hands out the same datatype again (Open MPI counts
-        # references): it dies with the last Free.
-        h.refs -= 1
-        h.freed = h.refs <= 0
-        if h.freed:
-            for keyval, value in _rank_local('datatype_attrs').pop(
-                    id(h), {}).items():
-                self._delete_attr(keyval, value)
+        _release(h)
         if DATATYPE_NAMES.get(h.attr) is not self:
             self._h = None
 
@@ -232,7 +226,7 @@ class Datatype:
                     code=h.code, typestr=h.typestr, typechar=h.typechar)
         dup.committed = h.committed
         new = Datatype._of(dup)
-        self._copy_attrs(new)
+        self._copy_attrs_to(new)
         return new
 
     Create_dup = Dup
@@ -533,70 +527,11 @@ class Datatype:
 
     # attributes (a rank's own: a predefined datatype is one object for
     # every rank thread, its attributes belong to each process)
-    @classmethod
-    def Create_keyval(cls, copy_fn=None, delete_fn=None, nopython=False):
-        """A new datatype attribute key; ``copy_fn(datatype, keyval,
-        value)`` makes a Dup's value (True: the same value; None: not
-        copied; NotImplemented as its result: not copied)."""
-        table = _rank_local('datatype_keyvals')
-        keyval = table.setdefault('next', 1)
-        table['next'] = keyval + 1
-        table[keyval] = (copy_fn, delete_fn)
-        return keyval
+    _attr_kind, _attr_name = 'datatype', 'Datatype'
 
-    @classmethod
-    def Free_keyval(cls, keyval):
-        """Forget the key; returns KEYVAL_INVALID."""
-        _attr_fns(keyval, 'Free_keyval')
-        del _rank_local('datatype_keyvals')[keyval]
-        return VALUES['KEYVAL_INVALID']
-
-    def _attrs(self, keyval, what):
-        h = self._t(what)
-        _attr_fns(keyval, what)
-        return _rank_local('datatype_attrs').setdefault(id(h), {})
-
-    def Get_attr(self, keyval):
-        """The value stored under ``keyval`` (None if none)."""
-        return self._attrs(keyval, 'Get_attr').get(keyval)
-
-    def Set_attr(self, keyval, attrval):
-        """Store ``attrval`` under ``keyval``."""
-        attrs = self._attrs(keyval, 'Set_attr')
-        if keyval in attrs:
-            self._delete_attr(keyval, attrs.pop(keyval))
-        attrs[keyval] = attrval
-
-    def Delete_attr(self, keyval):
-        """Remove the value under ``keyval`` (running its delete
-        callback)."""
-        attrs = self._attrs(keyval, 'Delete_attr')
-        if keyval not in attrs:
-            raise MPIException(VALUES['ERR_KEYVAL'], 'Delete_attr: no '
-                               'attribute under key {}'.format(keyval))
-        self._delete_attr(keyval, attrs.pop(keyval))
-
-    def _delete_attr(self, keyval, value):
-        delete_fn = _rank_local('datatype_keyvals')[keyval][1]
-        if callable(delete_fn):
-            delete_fn(self, keyval, value)
-
-    def _copy_attrs(self, new):
-        attrs = _rank_local('datatype_attrs').get(id(self._h))
-        if not attrs:
-            return
-        fns = _rank_local('datatype_keyvals')
-        copied = {}
-        for keyval, value in attrs.items():
-            copy_fn = fns.get(keyval, (None, None))[0]
-            if copy_fn is True:
-                copied[keyval] = value
-            elif callable(copy_fn):
-                result = copy_fn(self, keyval, value)
-                if result is not NotImplemented:
-                    copied[keyval] = result
-        if copied:
-            _rank_local('datatype_attrs')[id(new._h)] = copied
+    def _attr_store(self, what):
+        return _rank_local('datatype_attrs').setdefault(id(self._t(what)),
+                                                        {})
 
     @classmethod
     def fromhandle(cls, handle):
@@ -621,16 +556,19 @@ def _rank_local(name):
     return store.setdefault(name, {})
 
 
-def _attr_fns(keyval, what):
-    if not isinstance(keyval, int):
-        raise TypeError('{}: keyval must be an int, got {!r}'.format(
-            what, keyval))
-    fns = _rank_local('datatype_keyvals').get(keyval) \
-        if keyval != 'next' else None
-    if fns is None:
-        raise MPIException(VALUES['ERR_KEYVAL'], '{}: {!r} is not a '
-                           'datatype attribute key'.format(what, keyval))
-    return fns
+def _release(h):
+    """Drop one reference to the named type ``h``. Get_contents hands
+    out the same datatype again and a derived datatype holds its parts
+    (Open MPI counts references): it dies with the last, which deletes
+    its attributes and releases its parts."""
+    h.refs -= 1
+    if h.refs > 0:
+        return
+    h.freed = True
+    Datatype._of(h)._drop_attrs(_rank_local('datatype_attrs').pop(id(h), {}))
+    for part in h.types:
+        if part._h is not None and not part._h.predefined:
+            _release(part._h)
 
 
 def _retained(types):

@@ -34,6 +34,7 @@ from simulator.engine import collectives as coll
 from simulator.engine.actors import current
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
+from simulator.mpi.attributes import Attributes
 from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK,
                                      ERR_TYPE, BottomType)
 from simulator.mpi.constants import Exception as MPIException
@@ -94,7 +95,7 @@ class _Shared:
         self.completes = [[0] * n for _ in range(n)]
 
 
-class Win(bytearray):
+class Win(bytearray, Attributes):
     """An RMA window, with mpi4py's method names and argument order."""
 
     __module__ = 'simulator.mpi'
@@ -207,7 +208,9 @@ class Win(bytearray):
                                           if r[0] != address]
 
     def Free(self):
-        """Free the window (collective over its group)."""
+        """Free the window (collective over its group), running the
+        delete callbacks of its attributes."""
+        self._drop_attrs(self._attr_store('Free'))
         self._barrier('Win.Free')
         self._shared = None
 
@@ -265,9 +268,18 @@ class Win(bytearray):
     group_size = property(lambda self: len(self._s.group))
     group_rank = property(lambda self: (self._s, self._rank)[1])
 
-    def Get_attr(self, keyval):
-        """WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR,
-        WIN_MODEL, or an attribute set with Set_attr (None if unset)."""
+    # the Attributes mixin's, with the window's predefined keys
+    _attr_kind, _attr_name = 'win', 'Win'
+    _PREDEFINED_ATTRS = (WIN_BASE, WIN_SIZE, WIN_DISP_UNIT,
+                         WIN_CREATE_FLAVOR, WIN_MODEL)
+
+    def _attr_store(self, what):
+        self._s  # noqa: B018 -- ERR_WIN on a null or freed window
+        return self._attrs.setdefault('keyed', {})
+
+    def _predefined_attr(self, keyval):
+        """WIN_BASE, WIN_SIZE, WIN_DISP_UNIT, WIN_CREATE_FLAVOR or
+        WIN_MODEL."""
         shared = self._s
         memory = shared.memories[self._rank]
         if keyval == WIN_BASE:
@@ -279,22 +291,7 @@ class Win(bytearray):
             return shared.disp_units[self._rank]
         if keyval == WIN_CREATE_FLAVOR:
             return shared.flavor
-        if keyval == WIN_MODEL:
-            return WIN_UNIFIED
-        if not isinstance(keyval, int) or keyval == VALUES['KEYVAL_INVALID']:
-            raise MPIException(VALUES['ERR_KEYVAL'], 'Win.Get_attr: invalid '
-                               'keyval {!r}'.format(keyval))
-        return self._attrs.get(keyval)
-
-    def Set_attr(self, keyval, attrval):
-        """Store an attribute value under ``keyval``."""
-        self._s  # noqa: B018
-        self._attrs[keyval] = attrval
-
-    def Delete_attr(self, keyval):
-        """Remove an attribute."""
-        self._s  # noqa: B018
-        self._attrs.pop(keyval, None)
+        return WIN_UNIFIED
 
     attrs = property(lambda self: (self.Get_attr(WIN_BASE),
                                    self.Get_attr(WIN_SIZE),
