@@ -12,12 +12,15 @@ class CommState:
     """One rank's view of a communicator (never shared between ranks)."""
 
     __slots__ = ('world', 'ctx', 'group', 'rank', 'name', 'seq', 'freed',
-                 'world_rank', 'title', 'props')
+                 'world_rank', 'title', 'props', 'peers')
 
     def __init__(self, world, ctx, group, rank, name, title=None):
         self.world = world
         self.ctx = ctx
         self.group = group
+        # Whom point-to-point ranks name: the group itself, except on an
+        # intercommunicator (the remote group).
+        self.peers = group
         self.rank = rank
         self.world_rank = group[rank]
         # ``name`` tells people which communicator a report is about;

@@ -21,6 +21,8 @@ from simulator.mpi.finalization import after_finalize
 from simulator.mpi.commattr import CommProps
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
+from simulator.mpi.intercomm import (InterOps, create_intercomm, is_inter)
+from simulator.mpi.intercomm import compare as inter_compare
 from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.pcoll import PersistentCollectives
@@ -28,7 +30,7 @@ from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
 from simulator.mpi.ulfm import FaultTolerance, check_revoked
-from simulator.mpi.unsupported import mpi41_missing, not_simulated
+from simulator.mpi.unsupported import mpi41_missing
 
 __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
            'COMM_WORLD', 'COMM_SELF', 'world_comm']
@@ -64,6 +66,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     @classmethod
     def _from_target(cls, target):
+        if cls is Comm and target is not None and is_inter(target):
+            return Intercomm(target)
         return cls(target)
 
     def __reduce__(self):
@@ -126,14 +130,12 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     name = property(Get_name, Set_name)
 
     def Is_inter(self):
-        """Always False: only intracommunicators are simulated."""
-        self._local  # noqa: B018 -- raises on COMM_NULL or a freed comm
-        return False
+        """Whether this is an intercommunicator."""
+        return is_inter(self._local)
 
     def Is_intra(self):
-        """Always True."""
-        self._local  # noqa: B018
-        return True
+        """Whether this is an intracommunicator."""
+        return not is_inter(self._local)
 
     def Compare(self, comm):
         """IDENT (same handle), CONGRUENT (same group, same order),
@@ -141,6 +143,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         if not isinstance(comm, Comm):
             raise TypeError('Compare expects a Comm, got {!r}'.format(comm))
         a, b = self._local, comm._local
+        if is_inter(a) or is_inter(b):
+            return inter_compare(a, b)
         if a is b:
             return IDENT
         if a.group == b.group:
@@ -194,7 +198,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     # -- checks ---------------------------------------------------------
     def _peer(self, peer, what, allow_any):
-        size = len(self._s.group)
+        size = len(self._s.peers)
         if peer == PROC_NULL or (allow_any and peer == ANY_SOURCE):
             return peer
         if not isinstance(peer, int) or not 0 <= peer < size:
@@ -226,11 +230,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     def _plain(cls):
         return Intracomm
 
-    def _split(self, op, color, key):
-        s = self._s
-        seq = s.next_seq()
-        record = CallRecord(op, s.world_rank, None, None, s.name, seq,
-                            raw=capture(3))
+    @staticmethod
+    def _check_split(op, color, key):
         for name, value in (('color', color), ('key', key)):
             if not isinstance(value, int):
                 # mpi4py converts to a C int: TypeError, like its own.
@@ -239,6 +240,13 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         if color != UNDEFINED and color < 0:
             raise MPIException(ERR_COMM, 'Split color must be an int >= 0 '
                                'or UNDEFINED, got {!r}'.format(color))
+
+    def _split(self, op, color, key):
+        s = self._s
+        seq = s.next_seq()
+        record = CallRecord(op, s.world_rank, None, None, s.name, seq,
+                            raw=capture(3))
+        self._check_split(op, color, key)
 
         def combine(args):
             groups = {}
@@ -368,7 +376,11 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
                                'group are not in {}'.format(missing, s.name))
         me = s.world_rank
         if me in members:
-            return self._split('Create', 0, members.index(me))
+            # Ranks may pass disjoint groups (MPI 2.2; mpi4py's
+            # _commctx_inter does): each group makes its own communicator.
+            # On an intercommunicator each side names its own part.
+            color = 0 if is_inter(s) else min(members)
+            return self._split('Create', color, members.index(me))
         return self._split('Create', UNDEFINED, 0)
 
     def Create_group(self, group, tag=0):
@@ -392,12 +404,12 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     @property
     def is_inter(self):
-        """False: only intracommunicators are simulated."""
+        """Whether this is an intercommunicator."""
         return self.Is_inter()
 
     @property
     def is_intra(self):
-        """True."""
+        """Whether this is an intracommunicator."""
         return self.Is_intra()
 
     @property
@@ -409,49 +421,37 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
 
 class Intracomm(Comm):
-    """mpi4py's intracommunicator type (every simulated communicator)."""
-
-    __module__ = 'simulator.mpi'
-
-    def Create_intercomm(self, local_leader, peer_comm, remote_leader,
-                         tag=0):
-        """Not simulated: intercommunicators are outside the subset."""
-        raise not_simulated('Intracomm.Create_intercomm '
-                            '(intercommunicators)')
-
-
-class Intercomm(Comm):
-    """mpi4py's intercommunicator type: only its null handle exists here
-    (what ``Get_parent`` returns); intercommunicators are not
-    simulated."""
+    """mpi4py's intracommunicator type."""
 
     __module__ = 'simulator.mpi'
 
     def __init__(self, comm=None):
         super().__init__(comm)
-        if self._state is not None:
-            raise not_simulated('MPI.Intercomm over {}'.format(
-                self._state.name))
+        if self._state is not None and is_inter(self._state):
+            raise TypeError('Intracomm() argument must be an intracommunicator'
+                            ', not the intercommunicator {}'.format(
+                                self._state.name))
 
-    def _inter(self, what):
-        if isinstance(self, Comm):
-            self._s  # noqa: B018 -- ERR_COMM on the null handle
-        raise not_simulated('MPI.Intercomm.{}'.format(what))
+    def Create_intercomm(self, local_leader, peer_comm, remote_leader,
+                         tag=0):
+        """An intercommunicator between this group and the group whose
+        leader is ``remote_leader`` of ``peer_comm`` (collective here;
+        the leaders meet on ``peer_comm`` with ``tag``)."""
+        return Intercomm(create_intercomm(self, local_leader, peer_comm,
+                                          remote_leader, tag))
 
-    def Get_remote_group(self):
-        """Not simulated."""
-        return Intercomm._inter(self, 'Get_remote_group')
 
-    def Get_remote_size(self):
-        """Not simulated."""
-        return Intercomm._inter(self, 'Get_remote_size')
+class Intercomm(InterOps, Comm):
+    """mpi4py's intercommunicator type (:mod:`simulator.mpi.intercomm`)."""
 
-    def Merge(self, high=False):
-        """Not simulated."""
-        return Intercomm._inter(self, 'Merge')
+    __module__ = 'simulator.mpi'
 
-    remote_group = property(Get_remote_group)
-    remote_size = property(Get_remote_size)
+    def __init__(self, comm=None):
+        super().__init__(comm)
+        if self._state is not None and not is_inter(self._state):
+            raise TypeError('Intercomm() argument must be an intercommunicator'
+                            ', not the intracommunicator {}'.format(
+                                self._state.name))
 
 
 def NullComm():  # mirrors the COMM_NULL constant

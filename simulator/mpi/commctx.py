@@ -5,14 +5,14 @@
 one process do not interleave the several messages of one object), and
 ``_commctx_intra(comm)`` (a duplicate of ``comm``, made once per
 communicator by a collective ``Dup``, and a fresh tag on each call, for
-the messages of one object collective). Both belong to the calling rank
-(a process in real MPI): they are kept in the rank's own state, keyed by
-the communicator's context.
+the messages of one object collective), and ``_commctx_inter`` (the same
+for an intercommunicator, with an intracommunicator over its local
+group). They belong to the calling rank (a process in real MPI): they
+are kept in the rank's own state, keyed by the communicator's context.
 """
 import threading
 
 from simulator.engine.actors import current
-from simulator.mpi.unsupported import not_simulated
 
 __all__ = ['_comm_lock', '_comm_lock_table', '_commctx_intra',
            '_commctx_inter']
@@ -49,11 +49,13 @@ def _comm_lock(comm, key=None):
 
 
 class _Context:
-    __slots__ = ('dupcomm', 'tag')
+    __slots__ = ('dupcomm', 'tag', 'localcomm', 'low_group')
 
     def __init__(self, dupcomm):
         self.dupcomm = dupcomm
         self.tag = 0
+        self.localcomm = None       # intercommunicators only
+        self.low_group = None
 
 
 def _commctx_intra(comm):
@@ -75,5 +77,27 @@ def _commctx_intra(comm):
 
 
 def _commctx_inter(comm):
-    """Intercommunicators are not simulated."""
-    raise not_simulated('MPI._commctx_inter (intercommunicators)')
+    """(duplicate of the intercommunicator ``comm``, next tag, an
+    intracommunicator over the local group, whether this group is the
+    "low" one): made collectively by the first call on ``comm``, as
+    mpi4py does (Merge with the larger group high, then Create)."""
+    if not comm.Is_inter():
+        raise TypeError('expected an Intercomm, got {!r}'.format(comm))
+    with _comm_lock(comm, '@commctx_inter'):
+        tables, key = _rank_table('commctx', comm)
+        context = tables.get(key)
+        if context is None:
+            context = tables[key] = _Context(comm.Dup())
+        if context.localcomm is None:
+            local, remote = comm.Get_size(), comm.Get_remote_size()
+            merged = comm.Merge(local > remote)
+            context.low_group = (local < remote) if local != remote \
+                else merged.Get_rank() < local
+            context.localcomm = merged.Create(comm.Get_group())
+            merged.Free()
+        if context.tag >= _TAG_UB:
+            context.tag = 0
+        tag = context.tag
+        context.tag += 1
+        return (context.dupcomm, tag, context.localcomm,
+                context.low_group)

@@ -209,7 +209,7 @@ class MatchedProbes:
         if status is not None:
             status._fill(msg.source, msg.tag, msg.nbytes)
         recv = p2p.Recv(world, s.world_rank, record, msg.source, msg.tag,
-                        s.group, s.name)
+                        s.peers, s.name)
         recv.message = msg
         return Message._taken(recv)
 

@@ -235,7 +235,7 @@ class PointToPoint:
         """Post a send; its Request, or with ``block`` wait for it to
         complete (in the same lock hold) and return None."""
         s = self._s
-        if type(dest) is not int or not 0 <= dest < len(s.group):
+        if type(dest) is not int or not 0 <= dest < len(s.peers):
             dest = self._peer(dest, 'destination', False)
         if type(tag) is not int or tag < 0:
             tag = self._tag(tag, False)
@@ -251,17 +251,17 @@ class PointToPoint:
             world.send_mode == 'rendezvous' if world.schedule is None
             else world.schedule.rendezvous(world, s.world_rank))
         if world.clock is not None:
-            world.clock.send(record, s.group[dest], msg.nbytes, rendezvous)
+            world.clock.send(record, s.peers[dest], msg.nbytes, rendezvous)
         with world.lock:
             world.raise_if_broken(s.world_rank)
-            send = p2p.post_send(world, s.ctx, s.group[dest], msg,
+            send = p2p.post_send(world, s.ctx, s.peers[dest], msg,
                                  rendezvous)
-            if world.finished[s.group[dest]] and world.schedule is None:
+            if world.finished[s.peers[dest]] and world.schedule is None:
                 # Certain already: nobody will ever receive it.
                 report = Report.from_world(world, kind='unmatched')
                 world.break_with(UnmatchedMessageError(report.format(
                     'rank {} sent a message to rank {}, which has already '
-                    'finished'.format(s.world_rank, s.group[dest])),
+                    'finished'.format(s.world_rank, s.peers[dest])),
                     report=report))
                 world.raise_if_broken(s.world_rank)
             if block:
@@ -273,14 +273,14 @@ class PointToPoint:
 
     def _irecv(self, op, kind, buf, source, tag, block=False):
         s = self._s
-        if type(source) is not int or not 0 <= source < len(s.group):
+        if type(source) is not int or not 0 <= source < len(s.peers):
             source = self._peer(source, 'source', True)
         if type(tag) is not int or tag < 0:
             tag = self._tag(tag, True)
         record = CallRecord(op, s.world_rank, source, tag, s.name,
                             raw=capture(3))
         world = s.world
-        recv = p2p.Recv(world, s.world_rank, record, source, tag, s.group,
+        recv = p2p.Recv(world, s.world_rank, record, source, tag, s.peers,
                         s.name)
         request = RecvRequest(recv, kind, buf)
         if source == PROC_NULL:

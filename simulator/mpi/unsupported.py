@@ -1,10 +1,10 @@
 """What ``simulator.mpi`` names but does not simulate.
 
-Files, intercommunicators, topologies and dynamic
-processes exist as names (mpi4py programs and its test suite reference
-them at import time) whose every use raises :class:`NotSimulated`, a
-``NotImplementedError`` that says what is missing. mpi4py's own tests
-treat ``NotImplementedError`` as "not provided by this MPI".
+Files, topologies and dynamic processes exist as names (mpi4py programs
+and its test suite reference them at import time) whose every use
+raises :class:`NotSimulated`, a ``NotImplementedError`` that says what
+is missing. mpi4py's own tests treat ``NotImplementedError`` as "not
+provided by this MPI".
 """
 
 __all__ = ['NotSimulated', 'not_simulated', 'mpi41_missing', 'Unsupported',
@@ -18,8 +18,8 @@ class NotSimulated(NotImplementedError):
 def not_simulated(what):
     """The error for an unsimulated ``what`` (e.g. ``'MPI.Win.Create'``)."""
     return NotSimulated('simulator.mpi: {} is not simulated (outside the '
-                        'simulated subset: files, intercommunicators, '
-                        'topologies, derived datatypes in RMA, '
+                        'simulated subset: files, topologies, derived '
+                        'datatypes in RMA, '
                         'dynamic processes; see the README)'.format(what))
 
 
