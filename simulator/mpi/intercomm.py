@@ -181,11 +181,12 @@ class _Joint:
         self._s = state
 
 
-def _joint_call(comm, op, arg, combine=None):
+def _joint_call(comm, op, arg, combine=None, s=None):
     """One collective call of both groups that only builds something:
     ``(state, seq, result)``, ``result`` being ``combine(args)`` (the
-    contributions in joint order) or None."""
-    s = comm._s
+    contributions in joint order) or None. ``s``: the state, where not
+    ``comm._s`` (a revoked communicator's, for Shrink)."""
+    s = comm._s if s is None else s
     joint = s.joint
     seq = joint.next_seq()
     record = CallRecord(op, s.world_rank, None, None, s.name, seq,
@@ -358,6 +359,51 @@ class InterOps:
         return new
 
     Clone = Dup
+
+    def Shrink(self):
+        """A new intercommunicator of the live ranks (all of them here),
+        even once revoked."""
+        s, seq, _ = _joint_call(self, 'Shrink', None, s=self._local)
+        return type(self)(InterState(
+            s.world, (s.ctx, seq, 'shrink'), s.group, s.rank, s.peers,
+            '{}.Shrink#{}'.format(s.name, seq)))
+
+    def _agree_parts(self):
+        """(helper, combine, pick) of an agreement, which on an
+        intercommunicator gives each group the AND of the other's flags
+        (as Open MPI 5.0 does)."""
+        from simulator.mpi.ulfm import _Agreements, _and_all
+        s = self._local
+        n_first = len(s.group) if s.local_offset == 0 else len(s.peers)
+
+        def combine(args):
+            return _and_all(args[:n_first]), _and_all(args[n_first:])
+        other = 1 if s.local_offset == 0 else 0
+        return _Agreements(s), combine, lambda result: result[other]
+
+    def Agree(self, flag):
+        """The bitwise AND of the other group's int flags."""
+        if not isinstance(flag, int):
+            raise TypeError('Agree: flag must be an int, got {!r}'.format(
+                flag))
+        helper, combine, pick = self._agree_parts()
+        return _run(helper, 'Agree', (), int(flag),
+                    lambda st, slot: pick(slot.result), combine=combine)
+
+    def Iagree(self, flag):
+        """Agree on the C int in the buffer ``flag``, which receives the
+        other group's AND once the request completes."""
+        from simulator.mpi.ulfm import _int_flag
+        array = _int_flag(flag)
+        helper, combine, pick = self._agree_parts()
+        s, slot, record = _start(helper, 'Iagree', (), int(array[0]),
+                                 combine)
+
+        def store(result):
+            array[0] = result
+        return _CollectiveRequest(s, slot, record,
+                                  finish=lambda _s, sl: pick(sl.result),
+                                  after=store)
 
     def _split(self, op, color, key):
         """Split, Split_type and Create: each group splits by color; the

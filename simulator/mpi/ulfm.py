@@ -52,9 +52,11 @@ class _Agreements:
         from simulator.engine.communicator import CommState
         agree = state.props.get('agreements')
         if agree is None:
+            # An intercommunicator's agreements join both groups.
+            members = getattr(state, 'joint', state)
             agree = state.props['agreements'] = CommState(
-                state.world, (state.ctx, 'agree'), state.group, state.rank,
-                'agreements of {}'.format(state.name))
+                state.world, (state.ctx, 'agree'), members.group,
+                members.rank, 'agreements of {}'.format(state.name))
         self._s = agree
 
 

@@ -350,3 +350,21 @@ def test_a_leader_that_never_answers_is_a_deadlock():
     text = str(info.value)
     assert 'rank 0: blocked in sendrecv(peer=1, tag=4' in text
     assert 'rank 1: blocked in recv(peer=0, tag=4' in text
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_agree_gives_each_group_the_other_groups_and(mpi_comm, MPI):
+    size, rank = mpi_comm.Get_size(), mpi_comm.Get_rank()
+    color, inter = halves(mpi_comm, MPI)
+    flag = 0b1011 if color == 0 else 0b1101
+    if rank == size - 1:
+        flag &= 0b0111
+    # The last rank, always in the high group, clears bit 3.
+    other = 0b1011 if color == 1 else 0b0101
+    assert inter.Agree(flag) == other
+    shrunk = inter.Shrink()
+    assert shrunk.Is_inter()
+    assert (shrunk.Get_size(), shrunk.Get_remote_size()) == \
+        (inter.Get_size(), inter.Get_remote_size())
+    shrunk.Free()
+    inter.Free()
