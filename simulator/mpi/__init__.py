@@ -39,6 +39,8 @@ from simulator.mpi.packing import install as _install_packing
 from simulator.mpi.prequest import Prequest
 from simulator.mpi.request import REQUEST_NULL, Grequest, Request, Status
 from simulator.mpi.session import SESSION_NULL
+from simulator.mpi.topocomm import (Cartcomm, Distgraphcomm, Graphcomm,
+                                    Topocomm)
 from simulator.mpi.session import Session as _Session
 from simulator.mpi.typecode import _typealign, _typecode
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
@@ -69,7 +71,8 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
             '_commctx_inter', 'Compute_dims', 'buffer', '_typecode',
-            '_typealign']
+            '_typealign', 'Topocomm', 'Cartcomm', 'Graphcomm',
+            'Distgraphcomm']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))

@@ -30,6 +30,7 @@ from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
 from simulator.mpi.ulfm import FaultTolerance, check_revoked
+from simulator.mpi.topology import TopologyConstructors, topology_of
 from simulator.mpi.unsupported import mpi41_missing
 
 __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
@@ -66,8 +67,12 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     @classmethod
     def _from_target(cls, target):
-        if cls is Comm and target is not None and is_inter(target):
-            return Intercomm(target)
+        if cls is Comm and target is not None:
+            if is_inter(target):
+                return Intercomm(target)
+            # fromhandle gives the communicator's own kind, as mpi4py's
+            from simulator.mpi.topocomm import class_for
+            cls = class_for(target)
         return cls(target)
 
     def __reduce__(self):
@@ -297,6 +302,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         """A new communicator with the same group and a new context."""
         s = self._s
         state = self._dup_state(s, 'Dup', capture(2))
+        if topology_of(s) is not None:
+            state.props['topology'] = topology_of(s)
         # Dup keeps the handle's type, as mpi4py's (a pkl5.Intracomm's Dup
         # is one), except the rank-local COMM_WORLD / COMM_SELF class.
         cls = type(self)
@@ -314,9 +321,9 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         return self.Idup(info)
 
     def Get_topology(self):
-        """UNDEFINED: topologies are not simulated."""
-        self._local  # noqa: B018
-        return UNDEFINED
+        """CART, GRAPH, DIST_GRAPH or UNDEFINED."""
+        topo = topology_of(self._local)
+        return UNDEFINED if topo is None else topo.kind
 
     # MPI 4.1's communicator buffers: Open MPI 5.0 does not have them
     # (mpi4py raises NotImplementedError there); nor does the simulator,
@@ -414,13 +421,14 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
 
     @property
     def is_topo(self):
-        """False: topologies are not simulated."""
-        return False
+        """Whether the communicator has a process topology."""
+        return self.Get_topology() != UNDEFINED
 
-    topology = property(lambda self: UNDEFINED)
+    topology = property(lambda self: self.Get_topology(),
+                        doc='Get_topology().')
 
 
-class Intracomm(Comm):
+class Intracomm(TopologyConstructors, Comm):
     """mpi4py's intracommunicator type."""
 
     __module__ = 'simulator.mpi'

@@ -66,6 +66,8 @@ _ERROR_STRINGS = {
     ERR_ARG: 'MPI_ERR_ARG: invalid argument of some other kind',
     ERR_TRUNCATE: 'MPI_ERR_TRUNCATE: message truncated',
     ERR_OTHER: 'MPI_ERR_OTHER: known error not in list',
+    11: 'MPI_ERR_TOPOLOGY: invalid communicator topology',
+    12: 'MPI_ERR_DIMS: invalid topology dimension',
     ERR_INTERN: 'MPI_ERR_INTERN: internal error',
     SUCCESS: 'MPI_SUCCESS: no errors',
     ERR_UNKNOWN: 'MPI_ERR_UNKNOWN: unknown error',

@@ -831,21 +831,21 @@ def Compute_dims(nnodes, dims):
     ``dims`` are filled so that their product is ``nnodes``, as close to
     each other as possible, in non-increasing order."""
     if isinstance(dims, int):
+        if dims < 0:
+            raise ValueError('expecting {} items, got 0'.format(dims))
         dims = [0] * dims
     dims = [int(d) for d in dims]
-    if nnodes < 0 or any(d < 0 for d in dims):
-        raise MPIException(ERR_ARG, 'Compute_dims: nnodes {}, dims {}'
-                           .format(nnodes, dims))
+    if nnodes < 1 or any(d < 0 for d in dims):
+        raise MPIException(VALUES['ERR_DIMS'], 'Compute_dims: nnodes {} '
+                           'must be >= 1 and dims {} >= 0'.format(
+                               nnodes, dims))
     fixed = 1
     for d in dims:
         if d:
             fixed *= d
     free = [i for i, d in enumerate(dims) if d == 0]
     if not free:
-        if fixed != nnodes:
-            raise MPIException(VALUES['ERR_DIMS'],
-                               'Compute_dims: dims {} do not multiply to '
-                               '{}'.format(dims, nnodes))
+        # Open MPI returns fully given dims unchecked
         return dims
     if fixed == 0 or nnodes % fixed:
         raise MPIException(VALUES['ERR_DIMS'], 'Compute_dims: {} nodes do '

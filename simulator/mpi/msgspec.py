@@ -513,7 +513,7 @@ def parse_vector(spec, size, where='buffer', default_equal=True,
         if not default_equal:
             raise ValueError('{}: expected counts in the buffer '
                              'spec'.format(where))
-        if buf.count % size and not vector:
+        if size and buf.count % size and not vector:
             raise ValueError('{}: {} elements do not split into {} equal '
                              'blocks'.format(where, buf.count, size))
         buf.counts = [buf.count // size + (buf.count % size > i)
