@@ -519,6 +519,11 @@ class _RankLocalComm(Intracomm):
     def __init__(self, label):
         self._label = label
 
+    @classmethod
+    def _from_target(cls, target):
+        # a handle names the communicator, not "the calling rank's"
+        return Intracomm(target)
+
     @property
     def _state(self):
         return _world_states(_rank_context(self._label))[self._label]

@@ -20,7 +20,7 @@ from simulator.mpi import typemap
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_TYPE
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.handles import handle_argument_error
+from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.values import VALUES
 
 __all__ = ['Datatype', 'from_dtype', 'DATATYPE_NAMES', 'DATATYPE_NULL',
@@ -66,7 +66,7 @@ def _type_error(what, datatype):
     return MPIException(ERR_TYPE, '{} of {}'.format(what, datatype))
 
 
-class Datatype(Attributes):
+class Datatype(Attributes, HandleMixin):
     """An MPI datatype handle (mpi4py's ``MPI.Datatype``)."""
 
     __module__ = 'simulator.mpi'
@@ -153,16 +153,12 @@ class Datatype(Attributes):
         base, combiner, params = self.decode()
         return (_recreate, (base, combiner, params, h.committed))
 
-    @property
-    def handle(self):
-        """An integer naming the handle."""
-        return 0 if self._h is None else id(self._h)
+    def _handle_target(self):
+        return self._h
 
-    def toint(self):
-        """The handle as an integer."""
-        return self.handle
-
-    py2f = toint
+    @classmethod
+    def _from_target(cls, target):
+        return cls() if target is None else cls._of(target)
 
     # accessors
     def Get_size(self):
@@ -532,18 +528,6 @@ class Datatype(Attributes):
     def _attr_store(self, what):
         return _rank_local('datatype_attrs').setdefault(id(self._t(what)),
                                                         {})
-
-    @classmethod
-    def fromhandle(cls, handle):
-        """The datatype of a handle integer (from ``.handle``)."""
-        if handle == 0:
-            return Datatype()
-        for t in _LIVE_NAMED:
-            if id(t._h) == handle:
-                return Datatype(t)
-        raise ValueError('unknown datatype handle {!r}'.format(handle))
-
-    fromint = f2py = fromhandle
 
 
 _OUTSIDE = {}       # attribute tables used outside any simulated rank

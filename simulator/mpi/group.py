@@ -8,11 +8,12 @@ from simulator.engine.actors import current
 from simulator.mpi.constants import (ERR_ARG, ERR_GROUP, ERR_RANK, IDENT,
                                      PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.handles import HandleMixin
 
 __all__ = ['Group', 'GROUP_NULL', 'GROUP_EMPTY']
 
 
-class Group:
+class Group(HandleMixin):
     """mpi4py's ``Group``: set operations, rank translation, Compare."""
 
     __module__ = 'simulator.mpi'
@@ -20,6 +21,13 @@ class Group:
     def __init__(self, group=None):
         # Group() is a null handle; Group(g) another handle to g's group.
         self._members = None if group is None else group._members
+
+    def _handle_target(self):
+        return self._members
+
+    @classmethod
+    def _from_target(cls, target):
+        return cls() if target is None else cls._of(target)
 
     @classmethod
     def _of(cls, members):

@@ -11,6 +11,7 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_REQUEST
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
+from simulator.mpi.handles import HandleMixin
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest
 from simulator.mpi.request import Request, track
@@ -20,7 +21,7 @@ __all__ = ['Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'MatchedProbes']
 _NULL, _NO_PROC = 'null', 'no_proc'
 
 
-class Message:
+class Message(HandleMixin):
     """A message taken by a matched probe, to be received once."""
 
     __module__ = 'simulator.mpi'
@@ -33,6 +34,15 @@ class Message:
         else:
             raise TypeError('Message() takes a Message, got {!r}'.format(
                 message))
+
+    def _handle_target(self):
+        return None if self._state is _NULL else self._state
+
+    @classmethod
+    def _from_target(cls, target):
+        message = cls()
+        message._state = _NULL if target is None else target
+        return message
 
     @classmethod
     def _taken(cls, recv):

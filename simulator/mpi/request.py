@@ -74,7 +74,7 @@ class Status:
     cancelled flag, a size_t count), which ``tomemory()`` exposes."""
 
     __module__ = 'simulator.mpi'
-    __slots__ = ('_mem',)
+    __slots__ = ('_mem', '__weakref__')
 
     def __init__(self, status=None):
         if status is not None and not isinstance(status, Status):
@@ -186,6 +186,22 @@ class Status:
     def tomemory(self):
         """The status's bytes (writable: changes show in the fields)."""
         return memoryview(self._mem.view(np.intc))
+
+    def py2f(self):
+        """The Fortran status: F_STATUS_SIZE ints, source, tag and error
+        at F_SOURCE, F_TAG, F_ERROR (Open MPI's layout)."""
+        return [int(v) for v in self._mem.view(np.intc)]
+
+    @classmethod
+    def f2py(cls, arg):
+        """A Status from a Fortran status (``py2f``'s list)."""
+        fields = np.asarray(arg, np.intc)
+        if fields.shape != (_STATUS_LAYOUT.itemsize // 4,):
+            raise ValueError('Status.f2py: expecting {} ints, got {!r}'.format(
+                _STATUS_LAYOUT.itemsize // 4, arg))
+        status = cls()
+        status._mem.view(np.intc)[:] = fields
+        return status
 
     def _fill(self, source, tag, nbytes):
         self._mem['source'] = source

@@ -14,7 +14,7 @@ from simulator.mpi.commattr import (ERRORS_RETURN, Errhandler, Info,
 from simulator.mpi.constants import ERR_ARG, ERR_GROUP
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
-from simulator.mpi.handles import handle_argument_error
+from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.values import VALUES
 
 __all__ = ['Session', 'SESSION_NULL', 'create_from_group']
@@ -41,7 +41,7 @@ def _members(ctx, pset):
                  if other.processor_name == ctx.processor_name)
 
 
-class Session:
+class Session(HandleMixin):
     """An MPI session: process sets and their groups."""
 
     __module__ = 'simulator.mpi'
@@ -51,6 +51,13 @@ class Session:
             raise handle_argument_error('Session', session)
         self._open = session is not None and session._open
         self._errhandler = getattr(session, '_errhandler', ERRORS_RETURN)
+
+    def _handle_target(self):
+        return self if self._open else None
+
+    @classmethod
+    def _from_target(cls, target):
+        return cls() if target is None else target
 
     @classmethod
     def Init(cls, info=None, errhandler=None):

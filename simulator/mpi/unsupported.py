@@ -56,6 +56,28 @@ class Unsupported(metaclass=_Refusing):
     def __bool__(self):
         return False
 
+    # Only the null handle exists: its int is 0, as every null's.
+    handle = property(lambda self: 0, doc='0: the null handle.')
+
+    def toint(self):
+        """0: the null handle."""
+        return 0
+
+    py2f = toint
+
+    def free(self):
+        """Nothing to free: only the null handle exists."""
+
+    @classmethod
+    def fromhandle(cls, handle):
+        """The null handle for 0 (no other handle exists)."""
+        if handle != 0:
+            raise not_simulated('MPI.{}.fromhandle({!r})'.format(
+                cls.__name__, handle))
+        return cls()
+
+    fromint = f2py = fromhandle
+
     def __eq__(self, other):
         return type(other) is type(self)
 

@@ -41,7 +41,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.msgspec import parse
 from simulator.mpi.group import Group
-from simulator.mpi.handles import handle_argument_error
+from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
                                     Errhandler, Info,
                                     call_errhandler, create_errhandler)
@@ -95,7 +95,7 @@ class _Shared:
         self.completes = [[0] * n for _ in range(n)]
 
 
-class Win(bytearray, Attributes):
+class Win(bytearray, Attributes, HandleMixin):
     """An RMA window, with mpi4py's method names and argument order."""
 
     __module__ = 'simulator.mpi'
@@ -220,6 +220,14 @@ class Win(bytearray, Attributes):
             self.Free()
 
     # -- handle --------------------------------------------------------------
+    def _handle_target(self):
+        # a window has one handle object here: the int names it
+        return self if self._shared is not None else None
+
+    @classmethod
+    def _from_target(cls, target):
+        return cls() if target is None else target
+
     @property
     def _s(self):
         shared = self._shared
