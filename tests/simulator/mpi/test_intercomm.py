@@ -368,3 +368,31 @@ def test_agree_gives_each_group_the_other_groups_and(mpi_comm, MPI):
         (inter.Get_size(), inter.Get_remote_size())
     shrunk.Free()
     inter.Free()
+
+
+@pytest.mark.simulator_only('virtual time is the simulator\'s model')
+def test_virtual_time_charges_messages_between_the_groups():
+    from simulator.engine.clock import VirtualTime
+    from simulator.engine.netmodel import Link, Machine
+    latency, bandwidth, nbytes = 1e-3, 1e6, 8000
+    hop = latency + nbytes / bandwidth
+
+    def body(comm):
+        from simulator import mpi
+        color, inter = halves(comm, mpi)
+        buf = np.zeros(nbytes, np.uint8)
+        start = mpi.Wtime()
+        if color == 0:
+            inter.Send(buf, dest=0)
+        else:
+            inter.Recv(buf, source=0)
+        got = mpi.Wtime()
+        inter.Barrier()
+        return start, got, mpi.Wtime()
+    clock = VirtualTime(Machine('slow', Link('intra', latency, bandwidth)),
+                        compute_scale=1e-9)
+    (s0, _, end0), (_, got1, end1) = simulator.run(body, 2, clock=clock)
+    # The receiver has the message one hop after the sender sent it, and
+    # the Barrier of both groups ends after that.
+    assert got1 - s0 == pytest.approx(hop, abs=1e-4)
+    assert min(end0, end1) >= got1
