@@ -57,6 +57,23 @@ class _Context:
         self.localcomm = None       # intercommunicators only
         self.low_group = None
 
+    def next_tag(self):
+        """A fresh tag (they wrap around below TAG_UB)."""
+        if self.tag >= _TAG_UB:
+            self.tag = 0
+        self.tag += 1
+        return self.tag - 1
+
+
+def _context(comm):
+    """The calling rank's context of ``comm`` (its lock held): the first
+    call makes the duplicate, collectively."""
+    tables, key = _rank_table('commctx', comm)
+    context = tables.get(key)
+    if context is None:
+        context = tables[key] = _Context(comm.Dup())
+    return context
+
 
 def _commctx_intra(comm):
     """(duplicate of ``comm``, next tag): the duplicate is made by the
@@ -65,15 +82,8 @@ def _commctx_intra(comm):
     if comm.Is_inter():
         raise TypeError('expected an Intracomm, got {!r}'.format(comm))
     with _comm_lock(comm, '@commctx_intra'):
-        tables, key = _rank_table('commctx', comm)
-        context = tables.get(key)
-        if context is None:
-            context = tables[key] = _Context(comm.Dup())
-        if context.tag >= _TAG_UB:
-            context.tag = 0
-        tag = context.tag
-        context.tag += 1
-        return context.dupcomm, tag
+        context = _context(comm)
+        return context.dupcomm, context.next_tag()
 
 
 def _commctx_inter(comm):
@@ -84,10 +94,7 @@ def _commctx_inter(comm):
     if not comm.Is_inter():
         raise TypeError('expected an Intercomm, got {!r}'.format(comm))
     with _comm_lock(comm, '@commctx_inter'):
-        tables, key = _rank_table('commctx', comm)
-        context = tables.get(key)
-        if context is None:
-            context = tables[key] = _Context(comm.Dup())
+        context = _context(comm)
         if context.localcomm is None:
             local, remote = comm.Get_size(), comm.Get_remote_size()
             merged = comm.Merge(local > remote)
@@ -95,9 +102,5 @@ def _commctx_inter(comm):
                 else merged.Get_rank() < local
             context.localcomm = merged.Create(comm.Get_group())
             merged.Free()
-        if context.tag >= _TAG_UB:
-            context.tag = 0
-        tag = context.tag
-        context.tag += 1
-        return (context.dupcomm, tag, context.localcomm,
+        return (context.dupcomm, context.next_tag(), context.localcomm,
                 context.low_group)
