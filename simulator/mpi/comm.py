@@ -51,16 +51,29 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
     __module__ = 'simulator.mpi'
 
     def __new__(cls, comm=None):
-        # Subclasses (mpi4py.util.pkl5's) call Comm.__new__(cls, comm).
-        return super().__new__(cls)
-
-    def __init__(self, comm=None):
+        # The handle is set here, as mpi4py's: a subclass's __new__ (pkl5's,
+        # or one that passes a Clone of its argument) calls
+        # Comm.__new__(cls, comm), and __init__ then gets the original.
+        self = super().__new__(cls)
         if isinstance(comm, Comm):
             # Comm(comm): another handle to the same communicator
             comm = comm._state
         elif comm is not None and not isinstance(comm, CommState):
             raise handle_argument_error('Comm', comm)
         self._state = comm
+        return self
+
+    def __init__(self, comm=None):
+        """``__new__`` set the handle (subclasses check its kind here)."""
+
+    @classmethod
+    def _made(cls, state):
+        """A handle of this class over a new communicator's ``state``,
+        made as mpi4py makes results (``cls.__new__(cls)``, then the
+        handle set), so a subclass's __new__ sees no argument."""
+        obj = cls.__new__(cls)
+        obj._state = state
+        return obj
 
     def _handle_target(self):
         return self._state
@@ -308,7 +321,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
         # is one), except the rank-local COMM_WORLD / COMM_SELF class.
         cls = type(self)
         new = self._new(state) if getattr(cls, '_rank_local', False) \
-            else cls(state)
+            else cls._made(state)
         self._inherit(new)
         if info is not None and info:
             new.Set_info(info)
@@ -515,6 +528,9 @@ class _RankLocalComm(Intracomm):
 
     __module__ = 'simulator.mpi'
     _rank_local = True
+
+    def __new__(cls, label):
+        return object.__new__(cls)
 
     def __init__(self, label):
         self._label = label

@@ -235,8 +235,8 @@ class Info(HandleMixin):
         return self._d
 
     def Dup(self):
-        """A copy with the same hints."""
-        info = Info()
+        """A copy with the same hints (of this handle's class)."""
+        info = type(self)()
         info._d = dict(self._m)
         return info
 
@@ -344,7 +344,8 @@ class Info(HandleMixin):
             return 'INFO_NULL'
         if self is INFO_ENV:
             return 'INFO_ENV'
-        return (_info_of, (None if self._d is None else list(self.items()),))
+        return (_info_of, (None if self._d is None else list(self.items()),
+                           type(self)))
 
     def get(self, key, default=None):
         """The value of ``key`` or ``default``."""
@@ -398,8 +399,9 @@ class Info(HandleMixin):
             'INFO_NULL' if self._d is None else self._d)
 
 
-def _info_of(items):
-    return Info() if items is None else Info.Create(items)
+def _info_of(items, cls=None):
+    cls = Info if cls is None else cls
+    return cls() if items is None else cls.Create(items)
 
 
 INFO_NULL = Info()

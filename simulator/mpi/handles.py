@@ -86,6 +86,11 @@ class HandleMixin:
     instances name a target object (``_handle_target()``) and can be made
     from one (``_from_target(target)``)."""
 
+    def __new__(cls, *args, **kwargs):
+        # mpi4py's handle types take their argument in __new__: a
+        # subclass calls super().__new__(cls, obj).
+        return super().__new__(cls)
+
     def _handle_target(self):
         raise NotImplementedError
 

@@ -12,6 +12,7 @@ without completing or freeing it gets an ``IncompleteRequestWarning``
 naming the call and its line, as for ``Isend``. Freeing an active
 request lets its operation finish on its own (MPI allows it).
 """
+from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.datatypes import DATATYPE_NAMES
 from simulator.mpi.p2p import BUFFER, checked_send
@@ -37,8 +38,14 @@ class Prequest(Request):
     __module__ = 'simulator.mpi'
 
     def __init__(self, request=None, start=None):
+        # any null request, else only a persistent one (mpi4py's check)
+        if request is not None and not isinstance(request, Prequest) and \
+                (not isinstance(request, Request) or request):
+            raise handle_argument_error('Prequest', request)
         super().__init__()
-        self._start = start if request is None else request._start
+        # Prequest(REQUEST_NULL) is a null persistent request
+        self._start = start if request is None else \
+            getattr(request, '_start', None)
         self._current = None
 
     def Start(self):

@@ -108,7 +108,9 @@ class Win(bytearray, Attributes, HandleMixin):
         if win is not None and not isinstance(win, Win):
             raise handle_argument_error('Win', win)
         if isinstance(win, Win) and win._shared is not None:
-            raise not_simulated('MPI.Win(win): a second handle to a window')
+            # another handle to the window: its state is the window's
+            self.__dict__ = win.__dict__
+            return
         self._shared = None
 
     # -- construction ------------------------------------------------------
@@ -242,8 +244,7 @@ class Win(bytearray, Attributes, HandleMixin):
     def __eq__(self, other):
         if not isinstance(other, Win):
             return NotImplemented
-        return self is other or (self._shared is None and
-                                 other._shared is None)
+        return self._shared is other._shared
 
     def __ne__(self, other):
         equal = self.__eq__(other)
