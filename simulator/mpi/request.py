@@ -728,9 +728,9 @@ def _own(request, name):
     must not call a program's subclass override of the lowercase method
     (mpi4py's do not; mpi4py's test_subclass overrides them to call
     Wait/Test)."""
-    method = request.__dict__.get(name)     # a forwarding handle's
-    if method is not None:
-        return method
+    origin = request.__dict__.get('_origin_req')
+    if origin is not None:          # another handle: the request's own
+        return _own(origin, name)
     cls = type(request)
     fn = _OWN.get((cls, name))
     if fn is None:

@@ -50,6 +50,8 @@ def test_request_subclass_overrides_are_not_called_by_wait(mpi_comm, MPI):
     assert send.wait() is True and recv.wait() is True
     assert data.tolist() == [(mpi_comm.rank - 1) % mpi_comm.size * 1.0] * 3
     assert not recv and not send
+    null = MyRequest(mpi_comm.Isend(np.zeros(1), MPI.PROC_NULL))
+    assert null.test() is True and not null
     null = MPI.Prequest(MPI.REQUEST_NULL)
     assert not null and type(null) is MPI.Prequest
     assert not MPI.Grequest(MPI.REQUEST_NULL)
