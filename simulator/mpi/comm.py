@@ -25,6 +25,7 @@ from simulator.mpi.intercomm import (InterOps, create_intercomm, is_inter)
 from simulator.mpi.intercomm import compare as inter_compare
 from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
+from simulator.mpi.partitioned import PartitionedP2P
 from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PersistentP2P
 from simulator.mpi.request import Request
@@ -37,9 +38,9 @@ __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
            'COMM_WORLD', 'COMM_SELF', 'world_comm']
 
 
-class Comm(PointToPoint, MatchedProbes, PersistentP2P, Collectives,
-           Scans, PersistentCollectives, CommProps, FaultTolerance,
-           HandleMixin):
+class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
+           Collectives, Scans, PersistentCollectives, CommProps,
+           FaultTolerance, HandleMixin):
     """A communicator, with mpi4py's method names and argument order.
 
     Point-to-point methods come from :class:`~simulator.mpi.p2p.

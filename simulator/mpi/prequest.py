@@ -16,6 +16,7 @@ from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.datatypes import DATATYPE_NAMES
 from simulator.mpi.p2p import BUFFER, checked_send
+from simulator.mpi.partitioned import Partitions
 from simulator.mpi.request import Request, track
 
 __all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'message_buffer']
@@ -32,7 +33,7 @@ def message_buffer(buf, where):
     return parse(buf, where)
 
 
-class Prequest(Request):
+class Prequest(Partitions, Request):
     """A persistent request: ``Start`` it, wait for it, start it again."""
 
     __module__ = 'simulator.mpi'
