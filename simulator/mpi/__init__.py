@@ -29,6 +29,8 @@ from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Compute_dims, Datatype, from_dtype)
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.memory import buffer
+from simulator.mpi.abi import (Get_abi_fortran_info, Get_abi_info,
+                               Get_abi_version)
 from simulator.mpi.errors import (Add_error_class, Add_error_code,
                                   Add_error_string, Get_error_class,
                                   Get_error_string)
@@ -72,7 +74,8 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
             '_commctx_inter', 'Compute_dims', 'buffer', '_typecode',
             '_typealign', 'Topocomm', 'Cartcomm', 'Graphcomm',
-            'Distgraphcomm']
+            'Distgraphcomm', 'Get_abi_version', 'Get_abi_info',
+            'Get_abi_fortran_info']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))

@@ -116,6 +116,12 @@ class Group(HandleMixin):
         b = group2._m
         return cls._of(m for m in group1._m if m not in b)
 
+    @classmethod
+    def Create_from_session_pset(cls, session, pset_name):
+        """The group of ``session``'s process set ``pset_name``
+        (``session.Create_group``)."""
+        return session.Create_group(pset_name)
+
     def Incl(self, ranks):
         """The members at ``ranks``, in that order."""
         members = self._m

@@ -15,6 +15,7 @@ from simulator.mpi.constants import ERR_ARG, ERR_GROUP
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
+from simulator.mpi.unsupported import mpi41_missing
 from simulator.mpi.values import VALUES
 
 __all__ = ['Session', 'SESSION_NULL', 'create_from_group']
@@ -41,30 +42,53 @@ def _members(ctx, pset):
                  if other.processor_name == ctx.processor_name)
 
 
+class _SessionCore:
+    """What every handle to one session shares."""
+
+    __slots__ = ('open', 'errhandler')
+
+    def __init__(self):
+        self.open = False
+        self.errhandler = ERRORS_RETURN
+
+
 class Session(HandleMixin):
-    """An MPI session: process sets and their groups."""
+    """An MPI session: process sets and their groups. ``Session(s)`` is
+    another handle to ``s``'s session (a copy of the handle, as in
+    mpi4py: ``s.Finalize()`` makes ``s`` null, not the copy)."""
 
     __module__ = 'simulator.mpi'
 
     def __init__(self, session=None):
         if session is not None and not isinstance(session, Session):
             raise handle_argument_error('Session', session)
-        self._open = session is not None and session._open
-        self._errhandler = getattr(session, '_errhandler', ERRORS_RETURN)
+        self._core = session._core if session is not None else None
+
+    @property
+    def _open(self):
+        return self._core is not None and self._core.open
+
+    _errhandler = property(
+        lambda self: ERRORS_RETURN if self._core is None
+        else self._core.errhandler,
+        lambda self, value: setattr(self._core, 'errhandler', value))
 
     def _handle_target(self):
-        return self if self._open else None
+        return self._core
 
     @classmethod
     def _from_target(cls, target):
-        return cls() if target is None else target
+        session = cls()
+        session._core = target
+        return session
 
     @classmethod
     def Init(cls, info=None, errhandler=None):
         """Open a session."""
         _rank()
         session = cls()
-        session._open = True
+        session._core = _SessionCore()
+        session._core.open = True
         if errhandler is not None:
             session._errhandler = errhandler
         return session
@@ -78,7 +102,8 @@ class Session(HandleMixin):
     def Finalize(self):
         """Close the session; the handle becomes SESSION_NULL."""
         self._check('Finalize')
-        self._open = False
+        self._core.open = False
+        self._core = None
 
     def Get_num_psets(self, info=None):
         """How many process sets the session offers."""
@@ -142,19 +167,37 @@ class Session(HandleMixin):
         call_errhandler(self._errhandler, self, errorcode)
 
     def __bool__(self):
-        return self._open
+        return self._core is not None
 
     def __eq__(self, other):
         if not isinstance(other, Session):
             return NotImplemented
-        return self is other or not (self._open or other._open)
+        return self._core is other._core
 
     def __ne__(self, other):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
     def __hash__(self):
-        return id(self) if self._open else 0
+        return id(self._core) if self._core is not None else 0
+
+    # MPI 4.1's session buffers: Open MPI 5.0 lacks them (mpi4py raises
+    # NotImplementedError there), and so does the simulator.
+    def Attach_buffer(self, buf):
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Session.Attach_buffer')
+
+    def Detach_buffer(self):
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Session.Detach_buffer')
+
+    def Flush_buffer(self):
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Session.Flush_buffer')
+
+    def Iflush_buffer(self):
+        """Not in Open MPI 5.0 (MPI 4.1): raises NotImplementedError."""
+        raise mpi41_missing('Session.Iflush_buffer')
 
     def __reduce__(self):
         raise ValueError('cannot serialize a session: it belongs to the '

@@ -68,12 +68,36 @@ def test_session_psets_groups_and_create_from_group(mpi_comm, MPI):
         finally:
             comm.Free()
             group.Free()
-        self_group = session.Create_group('mpi://SELF')
+        self_group = MPI.Group.Create_from_session_pset(session,
+                                                        'mpi://SELF')
         assert self_group.Get_size() == 1
         self_group.Free()
+        # Session(s) is another handle to s; MPI 4.1's session buffers
+        # are not in Open MPI 5.0
+        other = MPI.Session(session)
+        assert other == session and other != MPI.SESSION_NULL
+        with pytest.raises(NotImplementedError):
+            session.Attach_buffer(bytearray(64))
     finally:
         session.Finalize()
+    assert not session and session == MPI.SESSION_NULL and other != session
     assert session == MPI.SESSION_NULL
     with pytest.raises(MPI.Exception) as err:
         MPI.SESSION_NULL.Get_num_psets()
     assert err.value.Get_error_class() == MPI.ERR_SESSION
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_abi_queries_answer_from_the_datatypes(mpi_comm, MPI):
+    # Open MPI 5.0 has no standard ABI; the Info objects list type sizes
+    assert MPI.Get_abi_version() == (-1, -1)
+    info = MPI.Get_abi_info()
+    assert [info.Get('mpi_{}_size'.format(name)) for name in
+            ('aint', 'count', 'offset')] == ['8', '8', '8']
+    info.Free()
+    fortran = MPI.Get_abi_fortran_info()
+    assert fortran.Get('mpi_integer_size') == str(MPI.INTEGER.Get_size())
+    assert fortran.Get('mpi_integer8_supported') == 'true'
+    assert fortran.Get('mpi_integer16_supported') == 'false'
+    assert fortran.Get('mpi_complex32_supported') == 'false'
+    fortran.Free()
