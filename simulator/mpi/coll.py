@@ -15,7 +15,7 @@ from simulator.engine import activity
 from simulator.engine import collectives as coll
 from simulator.engine import reduction_order as order
 from simulator.engine.trace import CallRecord, capture
-from simulator.errors import CollectiveMismatchError
+from simulator.errors import BufferModifiedError, CollectiveMismatchError
 from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.msgspec import (Buffer, WBuffer, parse, parse_send,
@@ -51,22 +51,31 @@ def _start(comm, op, signature, arg, combine=None, detail=None,
 
 
 def _run(comm, op, signature, arg, finish=None, combine=None,
-         stay=False, after=None):
+         stay=False, after=None, watch=None):
     """One collective: arrive, wait, finish, leave; ``after(out)`` runs
     on this rank's output once every rank has left.
 
     An ``I``-named op (``Igather``...) is the same collective started
-    without waiting: it returns a request that completes it.
+    without waiting: it returns a request that completes it, and that
+    checks then that ``watch`` (the caller's send memory, None when it is
+    also written by the call) still holds what it held at the start.
     """
     if op in _NONBLOCKING:
         # MPI lets every rank complete its request on its own: a rank
         # must not wait for its peers' Wait, so what ``finish`` reads of
         # the others is copied at the start (``combine`` reads it while
         # every rank is still inside its call).
+        original = arg
         if combine is None:
             arg = _snapshot(arg)
+        guard = None
+        if watch is not None:
+            same = original is watch and isinstance(arg, np.ndarray) and \
+                arg is not original
+            guard = _guard(watch, arg if same else None)
         s, slot, record = _start(comm, op, signature, arg, combine)
-        return _CollectiveRequest(s, slot, record, finish, after=after)
+        return _CollectiveRequest(s, slot, record, finish, after=after,
+                                  guard=guard)
     # Without ``finish`` the outputs are complete once the slot is ready
     # (or there are none): nobody needs to wait for departures.
     s, slot, record = _start(comm, op, signature, arg, combine,
@@ -94,6 +103,14 @@ def _snapshot(arg):
     if isinstance(arg, WBuffer):
         return arg.snapshot()
     return arg
+
+
+def _guard(memory, copy=None):
+    """(memory, its bytes now) for a non-blocking call's send buffer
+    (``copy``: a copy already taken); None for an empty one."""
+    if memory is None or not memory.size:
+        return None
+    return memory, memory.copy() if copy is None else copy
 
 
 # Non-blocking collectives built by _run from their blocking algorithm.
@@ -148,7 +165,7 @@ class _CollectiveRequest(Request):
     (and, with ``stay``, left: others read this rank's buffers)."""
 
     def __init__(self, state, slot, record, finish=None, stay=False,
-                 after=None):
+                 after=None, guard=None):
         super().__init__(activity.Condition(state.world, record.rank,
                                             record, self._ready))
         self._state_ = state
@@ -158,6 +175,7 @@ class _CollectiveRequest(Request):
         self._after = after
         self._left = False
         self._out = None
+        self._guard = guard
         if record.op[0] == 'I':     # the program's non-blocking call
             track(self)
 
@@ -178,6 +196,15 @@ class _CollectiveRequest(Request):
     def _done_now(self):
         if self._after is not None:
             self._after(self._out)
+        guard, self._guard = self._guard, None
+        if guard is not None and not np.array_equal(
+                guard[0].view(np.uint8), guard[1].view(np.uint8)):
+            raise BufferModifiedError(
+                'rank {} wrote to the send buffer of {} before the request '
+                'completed: MPI forbids changing the buffers of a pending '
+                'non-blocking collective (a real MPI may have sent the old '
+                'contents or the new, by timing); wait for the request '
+                'first'.format(self.record.rank, self.record.describe()))
         return None
 
     def _part(self):
@@ -304,7 +331,8 @@ def _gather(self, op, sendbuf, recvbuf, root, vector):
                     _copy(recv.part(r), slot.args[r], op, st.name, root, r)
             recv.flush()
     sig = (('root', root),) if vector else (('root', root),)
-    return _run(self, op, sig, mine, finish, stay=True)
+    return _run(self, op, sig, mine, finish, stay=True,
+                watch=None if send.in_place else mine)
 
 
 def _scatter(self, op, sendbuf, recvbuf, root):
@@ -328,7 +356,8 @@ def _scatter(self, op, sendbuf, recvbuf, root):
         _copy(recv.head(), slot.args[root].part(st.rank), op, st.name,
               st.rank, root)
         recv.flush()
-    return _run(self, op, (('root', root),), send, finish, stay=True)
+    return _run(self, op, (('root', root),), send, finish, stay=True,
+                watch=send.data if at_root else None)
 
 
 def _allgather(self, op, sendbuf, recvbuf):
@@ -347,7 +376,7 @@ def _allgather(self, op, sendbuf, recvbuf):
                 _copy(recv.part(r), slot.args[r], op, st.name, st.rank, r)
         recv.flush()
     return _run(self, op, (('dtype', str(recv.dtype)),), mine, finish,
-                stay=True)
+                stay=True, watch=None if in_place else mine)
 
 
 def _alltoall(self, op, sendbuf, recvbuf):
@@ -357,7 +386,8 @@ def _alltoall(self, op, sendbuf, recvbuf):
     recv = parse_vector(recvbuf, size, '{} receive buffer'.format(op),
                         writable=True, packed=True,
                         vector=vector)
-    if sendbuf is None or isinstance(sendbuf, InPlaceType):
+    in_place = sendbuf is None or isinstance(sendbuf, InPlaceType)
+    if in_place:
         # Others read our blocks while we overwrite them: send a snapshot.
         # (counts are in base elements now: a derived datatype would
         # scale them twice, its base type's format does not)
@@ -374,7 +404,7 @@ def _alltoall(self, op, sendbuf, recvbuf):
                   st.rank, r)
         recv.flush()
     return _run(self, op, (('dtype', str(recv.dtype)),), send, finish,
-                stay=True)
+                stay=True, watch=None if in_place else send.data)
 
 
 def _alltoallw(self, op, sendbuf, recvbuf):
@@ -473,14 +503,16 @@ def _whole(reduction):
     return combine
 
 
-def _run_reduction(comm, op, signature, arg, reduction, shared):
+def _run_reduction(comm, op, signature, arg, reduction, shared,
+                   watch=None):
     """A blocking reduction collective: with ``shared`` the last arrival
     cuts the work into pieces and every rank does pieces until none is
     left, then waits for the rest; otherwise the last arrival does it
     all."""
     if shared:
         return _run(comm, op, signature, arg, coll.share_work, reduction)
-    return _run(comm, op, signature, arg, combine=_whole(reduction))
+    return _run(comm, op, signature, arg, combine=_whole(reduction),
+                watch=watch)
 
 
 def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
@@ -544,7 +576,7 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
         # input.
         dest[...] = tmp
     return _run(self, op_name, sig, source[:total], finish, stay=True,
-                after=after)
+                after=after, watch=None if in_place else source[:total])
 
 
 def _reduce(self, name, sendbuf, recvbuf, op, root):
@@ -586,7 +618,8 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
            ('dtype', _dtype_name(source.dtype)))
     shared = name == 'Reduce' and len(s.group) > 1 and \
         source.nbytes >= _SHARED_REDUCTION_BYTES
-    return _run_reduction(self, name, sig, (source, out), reduction, shared)
+    return _run_reduction(self, name, sig, (source, out), reduction, shared,
+                          watch=None if send.in_place else source)
 
 
 class Collectives:
@@ -716,10 +749,14 @@ class Collectives:
                 b.flush()
         # The root's data is copied at the start: others may complete
         # after the root has reused its buffer (see _run).
+        at_root = self._s.rank == root
+        sent = mine.copy() if at_root else None
         s, slot, record = _start(self, 'Ibcast', (
             ('root', root), ('count', b.count), ('dtype', str(mine.dtype))),
-            mine.copy() if self._s.rank == root else None)
-        return _CollectiveRequest(s, slot, record, finish)
+            sent)
+        return _CollectiveRequest(s, slot, record, finish,
+                                  guard=_guard(mine, sent) if at_root
+                                  else None)
 
     def Gather(self, sendbuf, recvbuf, root=0):
         """Root receives every rank's block, in rank order."""
@@ -764,6 +801,14 @@ class Collectives:
         """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
         sig, arg, reduction, shared = _allreduce_parts(
             self, 'Iallreduce', sendbuf, recvbuf, op)
+        source, out = arg
+        guard = None
+        if out is not source:
+            # The others read it when the last rank arrives: what this
+            # rank sent is what it held at its call, whatever it writes.
+            guard = _guard(source)
+            if guard is not None:
+                arg = (guard[1], out)
         if shared:
             # The whole reduction on a progress thread started by the
             # last arrival: the ranks compute meanwhile, and Wait only
@@ -773,7 +818,7 @@ class Collectives:
         else:
             s, slot, record = _start(self, 'Iallreduce', sig, arg,
                                      _whole(reduction))
-        return _CollectiveRequest(s, slot, record)
+        return _CollectiveRequest(s, slot, record, guard=guard)
 
     def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
         """Root's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""

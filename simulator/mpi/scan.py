@@ -66,7 +66,8 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
             out[...] = prefix
     return _run(self, op_name, (('op', op.name), ('count', source.size),
                                 ('dtype', str(source.dtype))),
-                source, finish, combine)
+                source, finish, combine,
+                watch=None if send.in_place else source)
 
 
 class Scans:
