@@ -28,7 +28,7 @@ from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Compute_dims, Datatype, from_dtype)
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
-from simulator.mpi.memory import buffer
+from simulator.mpi.memory import Aint_add, Aint_diff, buffer
 from simulator.mpi.abi import (Get_abi_fortran_info, Get_abi_info,
                                Get_abi_version)
 from simulator.mpi.errors import (Add_error_class, Add_error_code,
@@ -70,7 +70,8 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
             'Grequest', 'BUFFER_AUTOMATIC', 'BufferAutomaticType',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
-            'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Pickle',
+            'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Aint_add',
+            'Aint_diff', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
             '_commctx_inter', 'Compute_dims', 'buffer', '_typecode',
             '_typealign', 'Topocomm', 'Cartcomm', 'Graphcomm',

@@ -314,12 +314,16 @@ class Info(HandleMixin):
         return iter(list(self._d or ()))
 
     def __getitem__(self, key):
+        if self._d is None:
+            raise KeyError(key)     # mpi4py's mapping view of INFO_NULL
         value = self.Get(key)
         if value is None:
             raise KeyError(key)
         return value
 
     def __setitem__(self, key, value):
+        if self._d is None:
+            raise KeyError(key)
         self.Set(key, value)
 
     def __delitem__(self, key):
@@ -344,6 +348,8 @@ class Info(HandleMixin):
             return 'INFO_NULL'
         if self is INFO_ENV:
             return 'INFO_ENV'
+        if self._d is INFO_ENV._d:
+            return (_handle_to_env, (type(self),))
         return (_info_of, (None if self._d is None else list(self.items()),
                            type(self)))
 
@@ -366,6 +372,8 @@ class Info(HandleMixin):
 
     def update(self, other=(), **kwds):
         """Set several keys."""
+        if self._d is None:
+            raise KeyError('update of INFO_NULL')
         items = other.items() if hasattr(other, 'items') else other
         for key, value in itertools.chain(items, kwds.items()):
             self.Set(key, value)
@@ -387,16 +395,22 @@ class Info(HandleMixin):
         return self._d.popitem()
 
     def copy(self):
-        """``Dup``."""
-        return self.Dup()
+        """``Dup`` (a null handle for INFO_NULL)."""
+        return type(self)() if self._d is None else self.Dup()
 
     def clear(self):
-        """Remove every key."""
-        self._m.clear()
+        """Remove every key (none in INFO_NULL)."""
+        if self._d is not None:
+            self._d.clear()
 
     def __repr__(self):
         return '<simulator.mpi.Info {}>'.format(
             'INFO_NULL' if self._d is None else self._d)
+
+
+def _handle_to_env(cls):
+    """A new handle to INFO_ENV (unpickling one)."""
+    return cls(INFO_ENV)
 
 
 def _info_of(items, cls=None):

@@ -11,12 +11,13 @@ A minimal version (the part ``pkl5`` and ``MPI.pickle`` use); the full
 ``MPI.buffer`` belongs to the datatype/memory work on the facade.
 """
 import ctypes
+import operator
 
 import numpy as np
 
 from simulator.mpi.msgspec import exported_memory
 
-__all__ = ['buffer', 'memory']
+__all__ = ['buffer', 'memory', 'Aint_add', 'Aint_diff']
 
 
 class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
@@ -127,3 +128,26 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
 
 
 memory = buffer
+
+
+def _address(value, what):
+    # mpi4py converts to MPI_Aint as C does: a float is truncated
+    if isinstance(value, float):
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError('{} must be an integer (an address or '
+                        'displacement), got {!r}'.format(what, value)) \
+            from None
+
+
+def Aint_add(base, disp):
+    """The address ``disp`` bytes from ``base`` (MPI_Aint_add)."""
+    return _address(base, 'Aint_add base') + _address(disp, 'Aint_add disp')
+
+
+def Aint_diff(addr1, addr2):
+    """The bytes from ``addr2`` to ``addr1`` (MPI_Aint_diff)."""
+    return _address(addr1, 'Aint_diff addr1') - \
+        _address(addr2, 'Aint_diff addr2')

@@ -690,6 +690,11 @@ class Grequest(Request):
         req._done = False
         return req
 
+    def complete(self, obj=None):
+        """``Complete``, with ``obj`` as what ``test``/``wait`` return."""
+        self._value = obj
+        self.Complete()
+
     def Complete(self):
         """Mark the operation complete (wakes a rank waiting for it)."""
         if self._done or self._completed:
@@ -701,8 +706,6 @@ class Grequest(Request):
             world.version += 1      # a change: pollers are not stuck
             world.wake(self._activity.rank)
 
-    complete = Complete
-
     def _finish(self, status):
         query_fn, free_fn, _, args, kwargs = self._fns
         status._empty()
@@ -710,7 +713,7 @@ class Grequest(Request):
             query_fn(status, *args, **kwargs)
         if free_fn is not None:
             free_fn(*args, **kwargs)
-        return None
+        return getattr(self, '_value', None)
 
     def Cancel(self):
         """Run the cancel callback (told whether it completed)."""
