@@ -20,14 +20,33 @@ from simulator.mpi.msgspec import exported_memory
 __all__ = ['buffer', 'memory', 'Aint_add', 'Aint_diff']
 
 
+_EMPTY = object()      # buffer(): no memory (buffer(None) is an error)
+
+
+def _check_exporter(obj, what):
+    """TypeError for what exports no memory (None, numbers, lists), as
+    mpi4py's; device memory (DLPack, CUDA array interface) is memory."""
+    if isinstance(obj, (np.ndarray, bytes, bytearray, memoryview)) or \
+            hasattr(obj, '__dlpack__') or \
+            hasattr(obj, '__cuda_array_interface__'):
+        return
+    try:
+        memoryview(obj)
+    except TypeError:
+        raise TypeError('{}: {!r} does not export memory (the buffer '
+                        'protocol, DLPack or the CUDA array interface)'
+                        .format(what, type(obj).__name__)) from None
+
+
 class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
     """Bytes of memory, as mpi4py's ``MPI.buffer``."""
 
     __module__ = 'simulator.mpi'
 
-    def __new__(cls, buf=None):
-        if buf is None:
+    def __new__(cls, buf=_EMPTY):
+        if buf is _EMPTY:
             return np.empty(0, np.uint8).view(cls)
+        _check_exporter(buf, 'MPI.buffer')
         if isinstance(buf, buffer):
             return buf.view(cls)
         array, device = exported_memory(buf, 'MPI.buffer')
@@ -46,6 +65,13 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
 
     def __setitem__(self, item, value):
         self._host('writing')
+        if not self.flags.writeable:
+            raise TypeError('buffer is read-only')
+        if isinstance(value, (bytes, bytearray, memoryview)) or (
+                not isinstance(value, (int, np.ndarray)) and
+                hasattr(value, 'buffer_info')):
+            # bytes-like values are bytes to copy, as into a memoryview
+            value = np.frombuffer(memoryview(value).cast('B'), np.uint8)
         super().__setitem__(item, value)
 
     def tobytes(self, order=None):
@@ -56,9 +82,12 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
     @classmethod
     def allocate(cls, nbytes, clear=False):
         """``nbytes`` of new memory (zeroed if ``clear``)."""
-        if not isinstance(nbytes, int) or nbytes < 0:
-            raise ValueError('buffer.allocate: nbytes {!r} must be an int '
-                             '>= 0'.format(nbytes))
+        if not isinstance(nbytes, int):
+            raise TypeError('buffer.allocate: nbytes must be an int, got '
+                            '{!r}'.format(nbytes))
+        if nbytes < 0:
+            raise ValueError('buffer.allocate: nbytes {} must be >= '
+                             '0'.format(nbytes))
         array = np.zeros(nbytes, np.uint8) if clear else \
             np.empty(nbytes, np.uint8)
         return array.view(cls)
@@ -66,6 +95,7 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
     @classmethod
     def frombuffer(cls, obj, readonly=False):
         """A buffer over ``obj``'s memory (no copy)."""
+        _check_exporter(obj, 'buffer.frombuffer')
         buf = cls(obj)
         if readonly:
             buf.flags.writeable = False
@@ -88,11 +118,12 @@ class buffer(np.ndarray):  # noqa: N801 -- mpi4py's name
 
     @property
     def obj(self):
-        """The object whose memory this is (None for allocated memory)."""
+        """The object whose memory this is (for allocated memory, the
+        array that owns it; None for ``buffer()``)."""
         base = self.base
         while isinstance(base, np.ndarray) and base.base is not None:
             base = base.base
-        return None if isinstance(base, np.ndarray) else base
+        return base
 
     @property
     def readonly(self):

@@ -60,3 +60,30 @@ def test_info_null_and_env_mapping(mpi_comm, MPI):
     assert again != made and again.items() == [('a', '1')]
     made.Free()
     again.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_buffer_refuses_what_is_not_memory_and_read_only_writes(mpi_comm,
+                                                                MPI):
+    for obj in (None, 0, 0.0, [], ()):
+        with pytest.raises(TypeError):
+            MPI.buffer(obj)
+        with pytest.raises(TypeError):
+            MPI.buffer.frombuffer(obj)
+    assert MPI.buffer().nbytes == 0
+    ro = MPI.buffer(b'abc')
+    assert ro.readonly and ro.tobytes() == b'abc'
+    with pytest.raises(TypeError):
+        ro[:] = 0
+    with pytest.raises(BufferError):
+        MPI.Attach_buffer(ro)
+    with pytest.raises(TypeError):
+        MPI.buffer.allocate(None)
+    with pytest.raises(ValueError):
+        MPI.buffer.allocate(-1)
+    mem = MPI.buffer.allocate(4, clear=True)
+    assert memoryview(mem.obj).nbytes == 4 and mem.tobytes() == bytes(4)
+    rw = bytearray(b'xyz')
+    buf = MPI.buffer(rw)
+    buf[1:] = b'ab'
+    assert rw == bytearray(b'xab') and buf.obj == rw
