@@ -18,7 +18,8 @@ neighbour's -1 block), and so do the simulator's. PROC_NULL slots
 """
 from simulator.errors import CollectiveMismatchError
 from simulator.mpi import pickling
-from simulator.mpi.coll import _CollectiveRequest, _copy, _run, _start
+from simulator.mpi.coll import (_CollectiveRequest, _copy, _guard, _run,
+                                _start)
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.msgspec import WBuffer, parse_send, parse_vector
 from simulator.mpi.pcoll import _init
@@ -51,11 +52,12 @@ def _feeds(comm, op, slot, st):
         yield i, src, j
 
 
-def _exchange(comm, op, blocks, deliver, recv=None):
+def _exchange(comm, op, blocks, deliver, recv=None, watch=None):
     """Run one neighbourhood collective: ``blocks`` are this rank's send
     blocks (one per out-neighbour, or the one for all of an allgather);
     ``deliver(i, block, src)`` writes in-slot ``i``; ``recv`` is flushed
-    once all are written."""
+    once all are written; ``watch`` is the send memory a non-blocking
+    call checks is unchanged when it completes."""
     _, outs = comm._topo.neighbours(comm._s.rank)
     gathers = 'allgather' in op
 
@@ -67,7 +69,8 @@ def _exchange(comm, op, blocks, deliver, recv=None):
     if op.startswith('I'):
         # non-blocking: the blocks are copies already, nothing to snapshot
         s, slot, record = _start(comm, op, (), (outs, blocks))
-        return _CollectiveRequest(s, slot, record, finish, after=after)
+        return _CollectiveRequest(s, slot, record, finish, after=after,
+                                  guard=_guard(watch))
     return _run(comm, op, (), (outs, blocks), finish, after=after)
 
 
@@ -90,7 +93,7 @@ def _allgather(comm, op, sendbuf, recvbuf):
 
     def deliver(i, data, src):
         _copy(recv.part(i), data, op, comm._s.name, comm._s.rank, src)
-    return _exchange(comm, op, [block], deliver, recv)
+    return _exchange(comm, op, [block], deliver, recv, send.data)
 
 
 def _alltoall(comm, op, sendbuf, recvbuf):
@@ -104,7 +107,7 @@ def _alltoall(comm, op, sendbuf, recvbuf):
 
     def deliver(i, data, src):
         _copy(recv.part(i), data, op, comm._s.name, comm._s.rank, src)
-    return _exchange(comm, op, blocks, deliver, recv)
+    return _exchange(comm, op, blocks, deliver, recv, send.data)
 
 
 def _alltoallw(comm, op, sendbuf, recvbuf):
@@ -118,7 +121,7 @@ def _alltoallw(comm, op, sendbuf, recvbuf):
         dst = recv.part(i)
         _copy(dst.data, data, op, comm._s.name, comm._s.rank, src)
         dst.flush()
-    return _exchange(comm, op, blocks, deliver)
+    return _exchange(comm, op, blocks, deliver, watch=send.raw)
 
 
 class NeighborCollectives:

@@ -185,3 +185,19 @@ def test_neighbor_collectives_on_graphs_match_edges_in_order(mpi_comm,
     if size > 2:
         assert wrecv.tolist() == [7 * ins[0], 7 * ins[1] + 1]
     dist.Free()
+
+
+@pytest.mark.simulator_only('Open MPI does not check that a pending '
+                            'send buffer stays unwritten')
+def test_ineighbor_send_buffer_written_before_wait_is_reported():
+    import simulator
+    from simulator.errors import BufferModifiedError
+
+    def body(comm):
+        cart = comm.Create_cart([comm.size], periods=[True])
+        send = np.arange(2.0)
+        req = cart.Ineighbor_alltoall(send, np.zeros(2))
+        send[0] = 9.0
+        req.Wait()
+    with pytest.raises(BufferModifiedError, match='Ineighbor_alltoall'):
+        simulator.run(body, 2)
