@@ -38,13 +38,13 @@ def _feeds(comm, op, slot, st):
     in_order = op.startswith('I')
 
     def outs_of(src):
-        return st.rank, slot.args[src][0]
+        return st.rank, slot.args[src][1]
     for i, src in enumerate(ins):
         if src == PROC_NULL:
             continue
         j = kth_edge(ins, i, outs_of) if in_order else \
             topo.source_slot(ins, i, outs_of)
-        if j is None or j >= len(slot.args[src][0]):
+        if j is None or j >= len(slot.args[src][1]):
             raise CollectiveMismatchError(
                 '{} on {}: rank {} expects a message from rank {} (its '
                 'in-neighbour {}), which has no matching out-neighbour '
@@ -63,15 +63,16 @@ def _exchange(comm, op, blocks, deliver, recv=None, watch=None):
 
     def finish(st, slot):
         for i, src, j in _feeds(comm, op, slot, st):
-            sent = slot.args[src][1]
+            sent = slot.args[src][0]
             deliver(i, sent[0] if gathers else sent[j], src)
     after = None if recv is None else lambda _: recv.flush()
+    # blocks first: virtual time counts the bytes of an argument's head
     if op.startswith('I'):
         # non-blocking: the blocks are copies already, nothing to snapshot
-        s, slot, record = _start(comm, op, (), (outs, blocks))
+        s, slot, record = _start(comm, op, (), (blocks, outs))
         return _CollectiveRequest(s, slot, record, finish, after=after,
                                   guard=_guard(watch))
-    return _run(comm, op, (), (outs, blocks), finish, after=after)
+    return _run(comm, op, (), (blocks, outs), finish, after=after)
 
 
 def _degrees(comm):
