@@ -29,6 +29,9 @@ from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Compute_dims, Datatype, from_dtype)
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.memory import Aint_add, Aint_diff, buffer
+from simulator.mpi.handles import addressof as _addressof
+from simulator.mpi.handles import handleof as _handleof
+from simulator.mpi.handles import sizeof as _sizeof
 from simulator.mpi.abi import (Get_abi_fortran_info, Get_abi_info,
                                Get_abi_version)
 from simulator.mpi.errors import (Add_error_class, Add_error_code,
@@ -71,6 +74,7 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'Grequest', 'BUFFER_AUTOMATIC', 'BufferAutomaticType',
             'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
             'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Aint_add',
+            '_sizeof', '_addressof', '_handleof',
             'Aint_diff', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
             '_commctx_inter', 'Compute_dims', 'buffer', '_typecode',

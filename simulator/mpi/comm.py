@@ -201,6 +201,17 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         s.freed = True
         self._state = None
 
+    def free(self):
+        """``Free`` unless null; a handle to COMM_WORLD or COMM_SELF is
+        only cleared, and the constants stay (mpi4py's)."""
+        s = self._state
+        if s is None or getattr(type(self), '_rank_local', False):
+            return
+        if s.ctx == ('world',) or s.ctx[0] == 'self':
+            self._state = None
+        else:
+            self.Free()
+
     def Disconnect(self):
         """Free the communicator once its pending communication is done
         (here: at once; every simulated operation completes by itself)."""
@@ -531,6 +542,10 @@ class _RankLocalComm(Intracomm):
     _rank_local = True
 
     def __new__(cls, label):
+        if not isinstance(label, str):
+            # type(COMM_WORLD)(comm): mpi4py's type(COMM_WORLD) is
+            # Intracomm, so this is another Intracomm handle
+            return Intracomm(label)
         return object.__new__(cls)
 
     def __init__(self, label):

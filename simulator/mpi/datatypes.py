@@ -210,8 +210,14 @@ class Datatype(Attributes, HandleMixin):
             self._h = None
 
     def free(self):
-        """Free unless null or predefined."""
-        if self._h is not None and not self._h.predefined:
+        """Free unless null; a handle to a predefined datatype is only
+        cleared, and the module's constants stay (mpi4py's)."""
+        h = self._h
+        if h is None or any(t is self for t in _LIVE_NAMED):
+            return
+        if h.predefined:
+            self._h = None
+        else:
             self.Free()
 
     def Dup(self):

@@ -8,7 +8,7 @@ from simulator.engine.actors import current
 from simulator.mpi.constants import (ERR_ARG, ERR_GROUP, ERR_RANK, IDENT,
                                      PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.handles import HandleMixin
+from simulator.mpi.handles import HandleMixin, handle_argument_error
 
 __all__ = ['Group', 'GROUP_NULL', 'GROUP_EMPTY']
 
@@ -20,6 +20,8 @@ class Group(HandleMixin):
 
     def __init__(self, group=None):
         # Group() is a null handle; Group(g) another handle to g's group.
+        if group is not None and not isinstance(group, Group):
+            raise handle_argument_error('Group', group)
         self._members = None if group is None else group._members
 
     def _handle_target(self):
@@ -161,6 +163,11 @@ class Group(HandleMixin):
         if self is GROUP_EMPTY:
             return
         self._members = None
+
+    def free(self):
+        """``Free`` unless null or GROUP_EMPTY (mpi4py's)."""
+        if self._members is not None and self is not GROUP_EMPTY:
+            self.Free()
 
     def __bool__(self):
         return self._members is not None

@@ -54,7 +54,9 @@ class Message(HandleMixin):
         return self._state is not _NULL
 
     def free(self):
-        """Nothing to release (mpi4py's ``free`` of a message handle)."""
+        """Clear the handle (the constants stay, as mpi4py's)."""
+        if self is not MESSAGE_NULL and self is not MESSAGE_NO_PROC:
+            self._state = _NULL
 
     def __eq__(self, other):
         if not isinstance(other, Message):

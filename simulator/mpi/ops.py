@@ -135,9 +135,15 @@ class Op(HandleMixin):
         self._set('MPI_OP_NULL')
 
     def free(self):
-        """``Free`` if not null."""
-        if self:
+        """``Free`` if not null; a handle to a predefined operation is
+        only cleared, and the module's constants stay (mpi4py's)."""
+        if not self or any(op is self for op in OP_NAMES.values()):
+            return
+        if self.user:
             self.Free()
+        else:
+            self.__dict__.clear()
+            self._set('MPI_OP_NULL')
 
     @classmethod
     def Create(cls, function, commute=False):

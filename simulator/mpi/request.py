@@ -264,6 +264,11 @@ class _KeptStatus(Status):
         self._fields = (source, tag, SUCCESS, 0, nbytes)
 
 
+def status_nbytes():
+    """Bytes of one Open MPI MPI_Status."""
+    return _STATUS_LAYOUT.itemsize
+
+
 def _new_status(source, tag, error, nbytes, cancelled):
     status = Status()
     status._mem['source'], status._mem['tag'] = source, tag
@@ -646,6 +651,10 @@ class ProcNullRequest(Request):
             self._finish(status)
             return True
         return super().Get_status(status)
+
+    def Free(self):
+        """Forget the request: nothing is pending."""
+        self._done = True
 
     def Cancel(self):
         """Nothing to cancel."""

@@ -166,6 +166,11 @@ class Session(HandleMixin):
         self._check('Call_errhandler')
         call_errhandler(self._errhandler, self, errorcode)
 
+    def free(self):
+        """``Finalize`` unless null (mpi4py's)."""
+        if self:
+            self.Finalize()
+
     def __bool__(self):
         return self._core is not None
 

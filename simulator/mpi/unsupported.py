@@ -45,7 +45,12 @@ class Unsupported(metaclass=_Refusing):
     __module__ = 'simulator.mpi'
 
     def __init__(self, *args, **kwargs):
-        if args or kwargs:
+        if len(args) == 1 and not kwargs and args[0] is not None and \
+                not isinstance(args[0], type(self)):
+            # a copy takes only its own kind, as mpi4py's (TypeError)
+            from simulator.mpi.handles import handle_argument_error
+            raise handle_argument_error(type(self).__name__, args[0])
+        if kwargs or len(args) > 1:
             raise not_simulated('MPI.{}()'.format(type(self).__name__))
 
     def __getattr__(self, name):

@@ -250,6 +250,12 @@ class Win(bytearray, Attributes, HandleMixin):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
+    def _unordered(self, other):
+        # handles have no order (bytearray's would compare the bytes)
+        return NotImplemented
+
+    __lt__ = __le__ = __gt__ = __ge__ = _unordered
+
     def __hash__(self):
         return id(self._shared) if self._shared is not None else 0
 

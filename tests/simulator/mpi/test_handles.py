@@ -61,3 +61,45 @@ def test_status_fortran_form_and_weak_references(mpi_comm, MPI):
     assert back == status and back.Get_count(MPI.BYTE) == 5
     ref = weakref.ref(status)
     assert ref() is status
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_free_clears_handles_but_keeps_constants(mpi_comm, MPI):
+    constants = [MPI.INT, MPI.SUM, MPI.GROUP_EMPTY, MPI.INFO_ENV,
+                 MPI.MESSAGE_NO_PROC, MPI.COMM_SELF, MPI.COMM_WORLD]
+    for obj in constants:
+        obj.free()
+        assert obj
+        clone = type(obj)(obj)
+        assert clone == obj
+        clone.free()
+        assert not clone and obj
+    dup = mpi_comm.Dup()
+    dup.free()
+    assert not dup
+    request = MPI.COMM_SELF.Isend((None, 0, MPI.BYTE), MPI.PROC_NULL)
+    request.free()
+    assert not request
+    session = MPI.Session.Init()
+    session.free()
+    assert not session
+    for null in (MPI.COMM_NULL, MPI.DATATYPE_NULL, MPI.GROUP_NULL,
+                 MPI.SESSION_NULL, MPI.FILE_NULL, MPI.MESSAGE_NULL):
+        null.free()
+        assert not null
+    with pytest.raises(TypeError):
+        MPI.Group(MPI.Status())
+    with pytest.raises(TypeError):
+        MPI.File(MPI.COMM_NULL)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_private_size_address_and_handle_of(mpi_comm, MPI):
+    status = MPI.Status()
+    assert MPI._sizeof(status) == MPI._sizeof(MPI.Status) == 24
+    assert MPI._sizeof(MPI.COMM_NULL) == MPI._sizeof(MPI.Comm) == 8
+    assert MPI._addressof(status) == MPI._handleof(status) != 0
+    assert MPI._handleof(MPI.INT) == MPI.INT.handle
+    for fn in (MPI._sizeof, MPI._addressof, MPI._handleof):
+        with pytest.raises(TypeError):
+            fn(None)
