@@ -17,7 +17,7 @@ import itertools
 import sys
 import traceback
 
-from simulator.engine.actors import current
+from simulator.mpi.handles import rank_local
 from simulator.mpi.constants import ERR_KEYVAL, ERR_OTHER
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.values import VALUES
@@ -27,9 +27,6 @@ __all__ = ['Attributes', 'KEYVAL_INVALID', 'FIRST_KEYVAL']
 KEYVAL_INVALID = VALUES['KEYVAL_INVALID']
 # Open MPI numbers user keys after its predefined ones.
 FIRST_KEYVAL = 13
-
-_OUTSIDE = {}       # the table used outside any simulated rank
-
 
 class _Key:
     """One keyval: its kind and callbacks."""
@@ -42,13 +39,8 @@ class _Key:
 
 
 def _keys():
-    ctx = current()
-    local = _OUTSIDE if ctx is None else ctx.local
-    table = local.get('mpi.keyvals')
-    if table is None:
-        table = local['mpi.keyvals'] = {
-            'next': itertools.count(FIRST_KEYVAL), 'keys': {}}
-    return table
+    return rank_local('mpi.keyvals', lambda: {
+        'next': itertools.count(FIRST_KEYVAL), 'keys': {}})
 
 
 def _callback(fn, what, keyval, *args):

@@ -12,7 +12,8 @@ import itertools
 from simulator.engine.actors import current
 
 __all__ = ['HandleMixin', 'handle_of', 'target_of', 'register_fixed',
-           'handle_argument_error', 'sizeof', 'addressof', 'handleof']
+           'handle_argument_error', 'sizeof', 'addressof', 'handleof',
+           'rank_local']
 
 # Used only outside a simulated rank (objects made at import time).
 _OUTSIDE = {}
@@ -36,15 +37,21 @@ def register_fixed(target, number, kind):
     _FIXED_TARGET[kind, number] = target
 
 
-def _table():
+def rank_local(name, make):
+    """The calling rank's own ``name`` table, made by ``make()`` at first
+    use (a rank is a process); outside a rank, one for import-time
+    code."""
     ctx = current()
     local = _OUTSIDE if ctx is None else ctx.local
-    table = local.get('mpi.handles')
+    table = local.get(name)
     if table is None:
-        table = local['mpi.handles'] = {
-            'numbers': itertools.count(1 << 10), 'by_id': {},
-            'by_number': {}}
+        table = local[name] = make()
     return table
+
+
+def _table():
+    return rank_local('mpi.handles', lambda: {
+        'numbers': itertools.count(1 << 10), 'by_id': {}, 'by_number': {}})
 
 
 def handle_of(target):
