@@ -34,6 +34,8 @@ from simulator.mpi.handles import handleof as _handleof
 from simulator.mpi.handles import sizeof as _sizeof
 from simulator.mpi.abi import (Get_abi_fortran_info, Get_abi_info,
                                Get_abi_version)
+from simulator.mpi.file import FILE_NULL as _FILE_NULL
+from simulator.mpi.file import File as _File
 from simulator.mpi.errors import (Add_error_class, Add_error_code,
                                   Add_error_string, Get_error_class,
                                   Get_error_string)
@@ -94,7 +96,7 @@ globals().update(_REFUSED)
 Win = _Win     # simulated, unlike the other handle types
 Session = _Session
 memory = buffer
-FILE_NULL = _UNSUPPORTED['File']()
+File, FILE_NULL = _File, _FILE_NULL     # simulated too
 # Attribute keys with behaviour (values.py only names the others).
 KEYVAL_INVALID, TAG_UB, IO = (_commattr.KEYVAL_INVALID, _commattr.TAG_UB,
                               _commattr.IO)
