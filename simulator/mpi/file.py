@@ -305,7 +305,11 @@ def _open_file(comm, path, amode, info):
         fds = _open_all(path, amode, len(state.group))
         if isinstance(fds, MPIException):
             return fds
-        return _Shared(path, amode, state.group), fds
+        shared = _Shared(path, amode, state.group)
+        if amode & MODE_APPEND:
+            # set before any rank leaves Open: none may use it first
+            shared.pointer = os.fstat(fds[0]).st_size
+        return shared, fds
     slot = coll.arrive(state, seq, op, signature, None, record,
                        combine=combine)
     coll.wait_ready(state, slot, record)
@@ -322,7 +326,7 @@ def _open_file(comm, path, amode, info):
     if info is not None and info != INFO_NULL:
         handle.info = info.Dup()
     if amode & MODE_APPEND:
-        handle.position = shared.pointer = os.fstat(handle.fd).st_size
+        handle.position = shared.pointer    # the bytes of the default view
     return handle
 
 
@@ -597,16 +601,21 @@ class File(HandleMixin):
         if filetype.Get_true_extent()[0] < 0 or filetype.Get_extent()[1] <= 0:
             raise MPIException(ERR_ARG, 'File.Set_view: filetype {} reaches'
                                ' before its origin'.format(filetype))
-        self._collective('File.Set_view')
         own = [dt if dt.is_predefined else dt.Dup()
                for dt in (etype, filetype)]
+        view = _View(disp, own[0], own[1], datarep)
+        shared = h.shared
+
+        def combine(args):
+            # before any rank leaves: none may move the pointer first
+            with shared.lock:
+                shared.pointer = 0
+        self._collective('File.Set_view', combine=combine)
         for old in (h.view.etype, h.view.filetype):
             if not old.is_predefined:
                 old.Free()
-        h.view = _View(disp, own[0], own[1], datarep)
+        h.view = view
         h.position = 0
-        with h.shared.lock:
-            h.shared.pointer = 0
 
     def Get_view(self):
         """(disp, etype, filetype, datarep); derived types are new
@@ -723,8 +732,13 @@ class File(HandleMixin):
         moved = self._all(op, access, *args)
         h.split = (op, moved)
 
-    def _end(self, op, status):
+    def _end(self, op, buf, status):
         h = self._o
+        if buf is None:
+            # mpi4py parses the buffer _end is given, as _begin's
+            raise TypeError('File.{}_end: buffer expected, got None'
+                            .format(op))
+        parse(buf, 'File.{}_end'.format(op))
         if h.split is None or h.split[0] != op:
             raise MPIException(ERR_OTHER, 'File.{}_end without {}_begin '
                                '(pending: {})'.format(
@@ -777,7 +791,7 @@ class File(HandleMixin):
 
     def Read_at_all_end(self, buf, status=None):
         """Finish Read_at_all_begin."""
-        self._end('Read_at_all', status)
+        self._end('Read_at_all', buf, status)
 
     def Write_at_all_begin(self, offset, buf):
         """Start a split collective Write_at_all."""
@@ -786,7 +800,7 @@ class File(HandleMixin):
 
     def Write_at_all_end(self, buf, status=None):
         """Finish Write_at_all_begin."""
-        self._end('Write_at_all', status)
+        self._end('Write_at_all', buf, status)
 
     # individual file pointer
     def Read(self, buf, status=None):
@@ -832,7 +846,7 @@ class File(HandleMixin):
 
     def Read_all_end(self, buf, status=None):
         """Finish Read_all_begin."""
-        self._end('Read_all', status)
+        self._end('Read_all', buf, status)
 
     def Write_all_begin(self, buf):
         """Start a split collective Write_all."""
@@ -841,7 +855,7 @@ class File(HandleMixin):
 
     def Write_all_end(self, buf, status=None):
         """Finish Write_all_begin."""
-        self._end('Write_all', status)
+        self._end('Write_all', buf, status)
 
     def _new_position(self, op, h, current, offset, whence):
         if not isinstance(offset, int):
@@ -904,7 +918,7 @@ class File(HandleMixin):
 
     def Read_ordered_end(self, buf, status=None):
         """Finish Read_ordered_begin."""
-        self._end('Read_ordered', status)
+        self._end('Read_ordered', buf, status)
 
     def Write_ordered_begin(self, buf):
         """Start a split collective Write_ordered."""
@@ -913,7 +927,7 @@ class File(HandleMixin):
 
     def Write_ordered_end(self, buf, status=None):
         """Finish Write_ordered_begin."""
-        self._end('Write_ordered', status)
+        self._end('Write_ordered', buf, status)
 
     def Seek_shared(self, offset, whence=SEEK_SET):
         """Move the shared file pointer (collective; every rank gives the
