@@ -1,6 +1,6 @@
 """What ``simulator.mpi`` names but does not simulate.
 
-Files and dynamic processes exist as names (mpi4py programs and its
+Dynamic processes exist as names (mpi4py programs and its
 test suite reference them at import time) whose every use raises
 :class:`NotSimulated`, a ``NotImplementedError`` that says what is
 missing. mpi4py's own tests treat ``NotImplementedError`` as "not
@@ -18,7 +18,7 @@ class NotSimulated(NotImplementedError):
 def not_simulated(what):
     """The error for an unsimulated ``what`` (e.g. ``'MPI.Win.Create'``)."""
     return NotSimulated('simulator.mpi: {} is not simulated (outside the '
-                        'simulated subset: files, derived '
+                        'simulated subset: derived '
                         'datatypes in RMA, '
                         'dynamic processes; see the README)'.format(what))
 
@@ -99,7 +99,7 @@ def _handle_type(name):
 
 
 CLASSES = {name: _handle_type(name) for name in (
-    'Win', 'File', 'Session', 'memory')}
+    'Win', 'Session', 'memory')}
 
 
 def _refuse(name):
