@@ -225,7 +225,7 @@ def Attach_buffer(buf):
         # MPI 4.1's automatic buffering: Open MPI 5.0 rejects it.
         raise _constants.Exception(_constants.ERR_ARG, 'Attach_buffer: '
                                    'BUFFER_AUTOMATIC is MPI 4.1')
-    if memoryview(buf).readonly:
+    if buffer(buf).readonly:        # any exporter, device memory too
         raise BufferError('Attach_buffer: the buffer is read-only')
     _rank_context('Attach_buffer').local['mpi.buffer'] = buf
 

@@ -87,3 +87,4 @@ def test_buffer_refuses_what_is_not_memory_and_read_only_writes(mpi_comm,
     buf = MPI.buffer(rw)
     buf[1:] = b'ab'
     assert rw == bytearray(b'xab') and buf.obj == rw
+
