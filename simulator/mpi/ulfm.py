@@ -10,8 +10,10 @@ every rank at once (MPI only promises "eventually"; Open MPI spreads it
 in the background), and from then on its communication and constructors
 raise ``MPI.Exception`` of class ERR_REVOKED, while local queries
 (rank, size, group, attributes), ``Free``, ``Agree`` and ``Shrink`` still
-work, as under Open MPI. An operation already waiting in another rank
-when the communicator is revoked is not interrupted.
+work, as MPI specifies (Open MPI 5.0.11 answers the queries and Free,
+but hangs in Agree on a revoked communicator). An operation already
+waiting in another rank when the communicator is revoked is not
+interrupted.
 """
 import weakref
 
