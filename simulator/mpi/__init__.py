@@ -29,9 +29,9 @@ from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Compute_dims, Datatype, from_dtype)
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.memory import Aint_add, Aint_diff, buffer
-from simulator.mpi.handles import addressof as _addressof
-from simulator.mpi.handles import handleof as _handleof
-from simulator.mpi.handles import sizeof as _sizeof
+from simulator.mpi.cobjects import addressof as _addressof
+from simulator.mpi.cobjects import handleof as _handleof
+from simulator.mpi.cobjects import sizeof as _sizeof
 from simulator.mpi.abi import (Get_abi_fortran_info, Get_abi_info,
                                Get_abi_version)
 from simulator.mpi.file import FILE_NULL as _FILE_NULL

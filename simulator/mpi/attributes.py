@@ -17,7 +17,7 @@ import itertools
 import sys
 import traceback
 
-from simulator.mpi.handles import rank_local
+from simulator.mpi.ranklocal import rank_local
 from simulator.mpi.constants import ERR_KEYVAL, ERR_OTHER
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.values import VALUES

@@ -25,13 +25,13 @@ from simulator.mpi.intercomm import (InterOps, create_intercomm, is_inter)
 from simulator.mpi.intercomm import compare as inter_compare
 from simulator.mpi.message import MatchedProbes
 from simulator.mpi.p2p import PointToPoint
-from simulator.mpi.partitioned import PartitionedP2P
 from simulator.mpi.pcoll import PersistentCollectives
-from simulator.mpi.prequest import PersistentP2P
+from simulator.mpi.prequest import PartitionedP2P, PersistentP2P
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
 from simulator.mpi.ulfm import FaultTolerance, check_revoked
-from simulator.mpi.topology import TopologyConstructors, topology_of
+from simulator.mpi.topology import (TopologyConstructors, class_for,
+                                     topology_of)
 from simulator.mpi.unsupported import mpi41_missing
 
 __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
@@ -85,7 +85,6 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
             if is_inter(target):
                 return Intercomm(target)
             # fromhandle gives the communicator's own kind, as mpi4py's
-            from simulator.mpi.topocomm import class_for
             cls = class_for(target)
         return cls(target)
 

@@ -15,7 +15,7 @@ Buffer specifications are parsed in :mod:`simulator.mpi.msgspec`.
 """
 import numpy as np
 
-from simulator.engine.actors import current
+from simulator.mpi.ranklocal import rank_local
 from simulator.mpi import typemap
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_TYPE
@@ -532,18 +532,8 @@ class Datatype(Attributes, HandleMixin):
     _attr_kind, _attr_name = 'datatype', 'Datatype'
 
     def _attr_store(self, what):
-        return _rank_local('datatype_attrs').setdefault(id(self._t(what)),
+        return rank_local('datatype_attrs').setdefault(id(self._t(what)),
                                                         {})
-
-
-_OUTSIDE = {}       # attribute tables used outside any simulated rank
-
-
-def _rank_local(name):
-    """The calling rank's own table ``name``."""
-    ctx = current()
-    store = _OUTSIDE if ctx is None else ctx.local
-    return store.setdefault(name, {})
 
 
 def _release(h):
@@ -555,7 +545,7 @@ def _release(h):
     if h.refs > 0:
         return
     h.freed = True
-    Datatype._of(h)._drop_attrs(_rank_local('datatype_attrs').pop(id(h), {}))
+    Datatype._of(h)._drop_attrs(rank_local('datatype_attrs').pop(id(h), {}))
     for part in h.types:
         if part._h is not None and not part._h.predefined:
             _release(part._h)

@@ -9,14 +9,11 @@ its own table (a rank is a process); 0 is the null handle of every kind.
 """
 import itertools
 
-from simulator.engine.actors import current
+from simulator.mpi.ranklocal import rank_local
 
 __all__ = ['HandleMixin', 'handle_of', 'target_of', 'register_fixed',
-           'handle_argument_error', 'sizeof', 'addressof', 'handleof',
-           'rank_local']
+           'handle_argument_error']
 
-# Used only outside a simulated rank (objects made at import time).
-_OUTSIDE = {}
 # Predefined objects keep one number in every rank (filled at import).
 _FIXED_NUMBER = {}
 _FIXED_TARGET = {}
@@ -35,18 +32,6 @@ def register_fixed(target, number, kind):
     in every rank; ``kind`` is its class's name."""
     _FIXED_NUMBER[id(target)] = (number, target)
     _FIXED_TARGET[kind, number] = target
-
-
-def rank_local(name, make):
-    """The calling rank's own ``name`` table, made by ``make()`` at first
-    use (a rank is a process); outside a rank, one for import-time
-    code."""
-    ctx = current()
-    local = _OUTSIDE if ctx is None else ctx.local
-    table = local.get(name)
-    if table is None:
-        table = local[name] = make()
-    return table
 
 
 def _table():
@@ -86,45 +71,6 @@ def target_of(number, kind):
     except KeyError:
         raise ValueError('{} handle {} names no object of this '
                          'rank'.format(kind, number)) from None
-
-
-def _kind(arg, what):
-    """The simulator.mpi class ``arg`` is (or is an instance of)."""
-    from simulator import mpi
-    cls = arg if isinstance(arg, type) else type(arg)
-    for name in ('Status', 'Datatype', 'Request', 'Message', 'Op', 'Group',
-                 'Info', 'Errhandler', 'Session', 'Comm', 'Win', 'File'):
-        kind = getattr(mpi, name)
-        if issubclass(cls, kind):
-            return kind
-    raise TypeError('{}: expected an MPI handle object or type, got '
-                    '{!r}'.format(what, arg))
-
-
-def sizeof(arg):
-    """``MPI._sizeof``: bytes of the C object behind a handle object or
-    type, as over Open MPI: an MPI_Status is 24 bytes, handles are
-    pointers."""
-    from simulator.mpi.request import Status, status_nbytes
-    return status_nbytes() if _kind(arg, '_sizeof') is Status else 8
-
-
-def addressof(arg):
-    """``MPI._addressof``: where the handle lives: a Status's memory, or
-    the Python object that holds the handle (no C handle exists here)."""
-    from simulator.mpi.request import Status
-    if isinstance(arg, type) or _kind(arg, '_addressof') is not Status:
-        _kind(arg, '_addressof')
-        return id(arg)
-    return arg._mem.__array_interface__['data'][0]
-
-
-def handleof(arg):
-    """``MPI._handleof``: the int handle (a Status's address)."""
-    from simulator.mpi.request import Status
-    if isinstance(arg, type) or _kind(arg, '_handleof') is Status:
-        return addressof(arg)
-    return arg.handle
 
 
 class HandleMixin:

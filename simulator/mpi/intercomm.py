@@ -58,6 +58,13 @@ class InterState(CommState):
                                self.local_offset + rank, name)
 
 
+
+def _is_comm(obj):
+    """Whether ``obj`` is a simulator.mpi communicator handle (by its
+    classes' names: comm imports this module, not the other way)."""
+    return any(k.__name__ == 'Comm' and k.__module__ == 'simulator.mpi'
+               for k in type(obj).__mro__)
+
 def is_inter(state):
     """Whether ``state`` is an intercommunicator's."""
     return state.peers is not state.group
@@ -109,8 +116,7 @@ def create_intercomm(comm, local_leader, peer_comm, remote_leader, tag):
                         s.name, seq, raw=capture(2))
     mine = None
     if s.rank == local_leader:
-        from simulator.mpi.comm import Comm
-        if not isinstance(peer_comm, Comm):
+        if not _is_comm(peer_comm):
             raise TypeError('Create_intercomm: peer_comm must be a Comm, '
                             'got {!r}'.format(peer_comm))
         peer = peer_comm._s
@@ -427,8 +433,7 @@ class InterOps:
         here, there = (sides[0], sides[1]) if s.local_offset == 0 else \
             (sides[1], sides[0])
         if color == UNDEFINED or color not in there:
-            from simulator.mpi.comm import NullComm
-            return NullComm()
+            return self._plain()(None)      # COMM_NULL's kind
         local = [s.group[r] for _, r in here[color]]
         remote = [s.peers[r] for _, r in there[color]]
         return type(self)(InterState(

@@ -25,12 +25,12 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_ARG,
                                      ERR_REQUEST, ERR_TRUNCATE, ERR_TYPE,
                                      PROC_NULL)
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.request import Request, track
+from simulator.mpi.request import Request
 
-__all__ = ['PartitionedP2P', 'Partitions']
+__all__ = ['Partitions', 'PartitionEnd', 'SendRound', 'RecvRound']
 
 
-class _End:
+class PartitionEnd:
     """One side of a partitioned pair (a rank's Psend_init/Precv_init)."""
 
     def __init__(self, comm, sending, buf, partitions, peer, tag, where):
@@ -131,7 +131,7 @@ class _End:
         return i
 
 
-class _SendRound(Request):
+class SendRound(Request):
     """A Start of a Psend_init: complete once every partition is
     ready."""
 
@@ -142,7 +142,7 @@ class _SendRound(Request):
             lambda: len(end.readied) == end.partitions))
 
 
-class _RecvRound(Request):
+class RecvRound(Request):
     """A Start of a Precv_init: complete once every partition has
     arrived; the data is copied in then."""
 
@@ -259,46 +259,3 @@ class Partitions:
         _deliver(end, staged, j * end.per, (j + 1) * end.per)
         end.arrived.add(j)
         return True
-
-
-def _partitioned(comm, sending, buf, partitions, peer, tag, where):
-    from simulator.mpi.prequest import Prequest, message_buffer
-    if not isinstance(partitions, int) or partitions < 1:
-        raise MPIException(ERR_ARG, '{}: partitions {!r} must be an int '
-                           '>= 1'.format(where, partitions))
-    b = message_buffer(buf, where)
-    if b.count % partitions:
-        raise ValueError('{}: {} elements do not split into {} equal '
-                         'partitions'.format(where, b.count, partitions))
-    comm._peer(peer, 'destination' if sending else 'source', not sending)
-    comm._tag(tag, not sending)
-    end = _End(comm, sending, b, partitions, peer, tag, where)
-    end.enlist()
-
-    def start():
-        world = end.state.world
-        with world.lock:
-            world.version += 1
-            end.round += 1
-        if sending:
-            return track(_SendRound(end))
-        return track(_RecvRound(end))
-    request = Prequest(start=start)
-    request._part = end
-    return request
-
-
-class PartitionedP2P:
-    """``Psend_init`` and ``Precv_init``; mixed into ``Comm``."""
-
-    def Psend_init(self, buf, partitions, dest, tag=0, info=None):
-        """A partitioned persistent send of ``buf`` in ``partitions``
-        equal parts."""
-        return _partitioned(self, True, buf, partitions, dest, tag,
-                            'Psend_init')
-
-    def Precv_init(self, buf, partitions, source=ANY_SOURCE, tag=ANY_TAG,
-                   info=None):
-        """A partitioned persistent receive into ``buf``."""
-        return _partitioned(self, False, buf, partitions, source, tag,
-                            'Precv_init')

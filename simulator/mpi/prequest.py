@@ -16,10 +16,14 @@ from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.datatypes import DATATYPE_NAMES
 from simulator.mpi.p2p import BUFFER, checked_send
-from simulator.mpi.partitioned import Partitions
+from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_ARG
+from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.partitioned import (PartitionEnd, Partitions, RecvRound,
+                                       SendRound)
 from simulator.mpi.request import Request, track
 
-__all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'message_buffer']
+__all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'PartitionedP2P',
+           'message_buffer']
 
 _BYTE = DATATYPE_NAMES['BYTE']
 
@@ -215,3 +219,45 @@ class PersistentP2P:
             return obj
         pair.wait = wait
         return pair
+
+
+def _partitioned(comm, sending, buf, partitions, peer, tag, where):
+    if not isinstance(partitions, int) or partitions < 1:
+        raise MPIException(ERR_ARG, '{}: partitions {!r} must be an int '
+                           '>= 1'.format(where, partitions))
+    b = message_buffer(buf, where)
+    if b.count % partitions:
+        raise ValueError('{}: {} elements do not split into {} equal '
+                         'partitions'.format(where, b.count, partitions))
+    comm._peer(peer, 'destination' if sending else 'source', not sending)
+    comm._tag(tag, not sending)
+    end = PartitionEnd(comm, sending, b, partitions, peer, tag, where)
+    end.enlist()
+
+    def start():
+        world = end.state.world
+        with world.lock:
+            world.version += 1
+            end.round += 1
+        if sending:
+            return track(SendRound(end))
+        return track(RecvRound(end))
+    request = Prequest(start=start)
+    request._part = end
+    return request
+
+
+class PartitionedP2P:
+    """``Psend_init`` and ``Precv_init``; mixed into ``Comm``."""
+
+    def Psend_init(self, buf, partitions, dest, tag=0, info=None):
+        """A partitioned persistent send of ``buf`` in ``partitions``
+        equal parts."""
+        return _partitioned(self, True, buf, partitions, dest, tag,
+                            'Psend_init')
+
+    def Precv_init(self, buf, partitions, source=ANY_SOURCE, tag=ANY_TAG,
+                   info=None):
+        """A partitioned persistent receive into ``buf``."""
+        return _partitioned(self, False, buf, partitions, source, tag,
+                            'Precv_init')

@@ -9,7 +9,7 @@ from simulator.mpi.constants import ERR_COMM
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.neighbor import NeighborCollectives
 from simulator.mpi.topology import (CART, DIST_GRAPH, GRAPH, int_list,
-                                    topology_of)
+                                    register_class_chooser, topology_of)
 
 __all__ = ['Topocomm', 'Cartcomm', 'Graphcomm', 'Distgraphcomm',
            'class_for']
@@ -190,4 +190,7 @@ def class_for(state):
     Intracomm."""
     topo = None if state is None else topology_of(state)
     return Intracomm if topo is None else _CLASSES[topo.kind]
+
+
+register_class_chooser(class_for)
 

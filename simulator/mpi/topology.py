@@ -17,6 +17,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.values import VALUES
 
 __all__ = ['CART', 'GRAPH', 'DIST_GRAPH', 'Cart', 'Graph', 'DistGraph',
+           'register_class_chooser', 'class_for',
            'kth_edge', 'topology_of', 'int_list', 'TopologyConstructors']
 
 CART, GRAPH, DIST_GRAPH = VALUES['CART'], VALUES['GRAPH'], \
@@ -229,6 +230,23 @@ def _graph_args(index, edges, size, what):
     return index, edges
 
 
+# topocomm's classes (Cartcomm...) subclass Intracomm, which mixes in
+# TopologyConstructors: topocomm registers its class chooser at import, so
+# this module and comm need not import it (no import cycle).
+_class_chooser = []
+
+
+def register_class_chooser(choose):
+    """Make ``choose(state)`` the answer of :func:`class_for`."""
+    _class_chooser[:] = [choose]
+
+
+def class_for(state):
+    """The mpi4py class of a communicator state: its topology's class, or
+    Intracomm (topocomm's chooser)."""
+    return _class_chooser[0](state)
+
+
 class TopologyConstructors:
     """``Create_cart``, ``Create_graph``, ``Create_dist_graph(_adjacent)``
     and the mapping queries; mixed into ``Intracomm``."""
@@ -236,7 +254,6 @@ class TopologyConstructors:
     def _with_topology(self, op, member, key, topology):
         """The collective ``op`` making a communicator of the members (in
         ``key`` order) that carries ``topology``; COMM_NULL elsewhere."""
-        from simulator.mpi.topocomm import class_for
         new = self._split(op, 0 if member else UNDEFINED, key)
         if not new:
             return new
