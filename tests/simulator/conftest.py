@@ -18,3 +18,19 @@ def warnings_of():
         return [str(w.message) for w in caught
                 if issubclass(w.category, category)]
     return run
+
+
+@pytest.fixture
+def error_class():
+    """``error_class(fn, *args)``: the error class of the MPI.Exception
+    (the simulator's or mpi4py's) that ``fn(*args)`` raises; an
+    AssertionError if it raises none."""
+    def classify(fn, *args):
+        try:
+            fn(*args)
+        except Exception as error:
+            if not hasattr(error, 'Get_error_class'):
+                raise
+            return error.Get_error_class()
+        raise AssertionError('{} raised no MPI.Exception'.format(fn))
+    return classify

@@ -6,14 +6,6 @@ import pytest
 SIZES = (1, 2, 3)
 
 
-def _error_class(MPI, fn, *args):
-    try:
-        fn(*args)
-    except MPI.Exception as error:
-        return error.Get_error_class()
-    raise AssertionError('{} raised no MPI.Exception'.format(fn))
-
-
 def _objects(MPI, comm):
     """(class, object) of each kind that carries attributes."""
     return [(MPI.Comm, comm.Dup()), (MPI.Datatype, MPI.INT.Dup()),
@@ -68,19 +60,19 @@ def test_copy_flags_and_not_implemented(mpi_comm, MPI):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_callback_errors_are_err_other(mpi_comm, MPI, capfd):
+def test_callback_errors_are_err_other(mpi_comm, MPI, capfd, error_class):
     def fail(o, k, v):
         raise ValueError('from the callback')
     for cls, obj in _objects(MPI, mpi_comm):
         key = cls.Create_keyval(None, fail)
         obj.Set_attr(key, 'v')
-        assert _error_class(MPI, obj.Delete_attr, key) == MPI.ERR_OTHER
+        assert error_class(obj.Delete_attr, key) == MPI.ERR_OTHER
         cls.Free_keyval(key)
         obj.Free()
     dtype = MPI.INT.Dup()
     key = MPI.Datatype.Create_keyval(fail)
     dtype.Set_attr(key, 'v')
-    assert _error_class(MPI, dtype.Dup) == MPI.ERR_OTHER
+    assert error_class(dtype.Dup) == MPI.ERR_OTHER
     dtype.Delete_attr(key)
     MPI.Datatype.Free_keyval(key)
     dtype.Free()
@@ -88,21 +80,21 @@ def test_callback_errors_are_err_other(mpi_comm, MPI, capfd):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_keyvals_are_checked(mpi_comm, MPI):
+def test_keyvals_are_checked(mpi_comm, MPI, error_class):
     # Open MPI reports a bad key as ERR_OTHER (not ERR_KEYVAL); keys of
     # all kinds are numbered in one sequence
     comm = mpi_comm.Dup()
     key = MPI.Comm.Create_keyval()
     assert MPI.Datatype.Create_keyval() == key + 1
     MPI.Comm.Free_keyval(key)
-    assert _error_class(MPI, comm.Set_attr, key, 1) == MPI.ERR_OTHER
-    assert _error_class(MPI, comm.Get_attr, key) == MPI.ERR_OTHER
-    assert _error_class(MPI, MPI.Comm.Free_keyval, key) == MPI.ERR_OTHER
-    assert _error_class(MPI, comm.Set_attr, key + 1, 1) == MPI.ERR_OTHER
+    assert error_class(comm.Set_attr, key, 1) == MPI.ERR_OTHER
+    assert error_class(comm.Get_attr, key) == MPI.ERR_OTHER
+    assert error_class(MPI.Comm.Free_keyval, key) == MPI.ERR_OTHER
+    assert error_class(comm.Set_attr, key + 1, 1) == MPI.ERR_OTHER
     assert comm.Get_attr(key + 1) is None       # another kind's key
     MPI.Datatype.Free_keyval(key + 1)
     key = MPI.Comm.Create_keyval()
-    assert _error_class(MPI, comm.Delete_attr, key) == MPI.ERR_OTHER
+    assert error_class(comm.Delete_attr, key) == MPI.ERR_OTHER
     with pytest.raises(TypeError):
         comm.Get_attr('key')
     MPI.Comm.Free_keyval(key)

@@ -14,16 +14,8 @@ import pytest
 SIZES = (1, 2, 3)
 
 
-def _error_class(MPI, fn, *args):
-    try:
-        fn(*args)
-    except MPI.Exception as error:
-        return error.Get_error_class()
-    raise AssertionError('{} raised no MPI.Exception'.format(fn))
-
-
 @pytest.mark.mpi(sizes=SIZES)
-def test_status_fields_and_memory(mpi_comm, MPI):
+def test_status_fields_and_memory(mpi_comm, MPI, error_class):
     status = MPI.Status()
     assert (status.source, status.tag, status.error) == (
         MPI.ANY_SOURCE, MPI.ANY_TAG, MPI.SUCCESS)
@@ -46,12 +38,12 @@ def test_status_fields_and_memory(mpi_comm, MPI):
     assert (back.source, back.tag, back.error) == (11, 222, 33)
     with pytest.raises(TypeError):
         MPI.Status(123)
-    assert _error_class(MPI, status.Get_count, MPI.DATATYPE_NULL) == \
+    assert error_class(status.Get_count, MPI.DATATYPE_NULL) == \
         MPI.ERR_TYPE
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_null_requests_give_empty_statuses(mpi_comm, MPI):
+def test_null_requests_give_empty_statuses(mpi_comm, MPI, error_class):
     status = MPI.Status()
     status.source, status.tag = 3, 4
     MPI.REQUEST_NULL.Wait(status)
@@ -66,8 +58,8 @@ def test_null_requests_give_empty_statuses(mpi_comm, MPI):
     for name in ('Get_status_any', 'Get_status_all', 'get_status_some'):
         with pytest.raises(NotImplementedError):
             getattr(MPI.Request, name)(requests)
-    assert _error_class(MPI, MPI.REQUEST_NULL.Free) == MPI.ERR_REQUEST
-    assert _error_class(MPI, MPI.REQUEST_NULL.Cancel) == MPI.ERR_REQUEST
+    assert error_class(MPI.REQUEST_NULL.Free) == MPI.ERR_REQUEST
+    assert error_class(MPI.REQUEST_NULL.Cancel) == MPI.ERR_REQUEST
 
 
 @pytest.mark.mpi(sizes=SIZES)
@@ -102,7 +94,7 @@ def test_request_handles(mpi_comm, MPI):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_errhandlers(mpi_comm, MPI):
+def test_errhandlers(mpi_comm, MPI, error_class):
     assert not MPI.ERRHANDLER_NULL and MPI.ERRORS_RETURN
     assert mpi_comm.Get_errhandler() == MPI.ERRORS_RETURN
     comm = mpi_comm.Dup()
@@ -122,17 +114,17 @@ def test_errhandlers(mpi_comm, MPI):
         handler.Free()
         assert pickle.loads(pickle.dumps(MPI.ERRORS_RETURN)) is \
             MPI.ERRORS_RETURN
-        assert _error_class(MPI, comm.Set_errhandler,
+        assert error_class(comm.Set_errhandler,
                             MPI.ERRHANDLER_NULL) in (MPI.ERR_ARG,
                                                      MPI.ERR_ERRHANDLER)
     finally:
         comm.Free()
-    assert _error_class(MPI, MPI.COMM_NULL.Get_errhandler) in (
+    assert error_class(MPI.COMM_NULL.Get_errhandler) in (
         MPI.ERR_COMM, MPI.ERR_ARG)
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_attributes_copy_on_dup(mpi_comm, MPI):
+def test_attributes_copy_on_dup(mpi_comm, MPI, error_class):
     # Predefined attributes live on COMM_WORLD (and its duplicates: not
     # checked here, a Dup of COMM_WORLD needs every rank of the job).
     assert MPI.COMM_WORLD.Get_attr(MPI.TAG_UB) >= 32767
@@ -165,31 +157,31 @@ def test_attributes_copy_on_dup(mpi_comm, MPI):
         comm.Free()
     for keyval in (copied, dropped, called):
         assert MPI.Comm.Free_keyval(keyval) == MPI.KEYVAL_INVALID
-    assert _error_class(MPI, mpi_comm.Get_attr, MPI.KEYVAL_INVALID) in (
+    assert error_class(mpi_comm.Get_attr, MPI.KEYVAL_INVALID) in (
         MPI.ERR_KEYVAL, MPI.ERR_OTHER)
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_info(mpi_comm, MPI):
+def test_info(mpi_comm, MPI, error_class):
     assert not MPI.INFO_NULL
     info = MPI.Info.Create()
     info.Set('key', 'value')
     assert info.Get('key') == 'value' and info.Get_nkeys() == 1
     assert info.Get_nthkey(0) == 'key' and dict(info.items()) == {
         'key': 'value'}
-    assert _error_class(MPI, info.Delete, 'other') == MPI.ERR_INFO_NOKEY
-    assert _error_class(MPI, info.Get_nthkey, 1) in (MPI.ERR_ARG,
+    assert error_class(info.Delete, 'other') == MPI.ERR_INFO_NOKEY
+    assert error_class(info.Get_nthkey, 1) in (MPI.ERR_ARG,
                                                      MPI.ERR_INFO_KEY)
     dup = info.Dup()
     info.Free()
     assert not info and dup.Get('key') == 'value'
     dup.Free()
-    assert _error_class(MPI, MPI.INFO_NULL.Get, 'key') in (MPI.ERR_INFO,
+    assert error_class(MPI.INFO_NULL.Get, 'key') in (MPI.ERR_INFO,
                                                            MPI.ERR_ARG)
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_error_classes_and_exceptions(mpi_comm, MPI):
+def test_error_classes_and_exceptions(mpi_comm, MPI, error_class):
     error = MPI.Exception(MPI.ERR_OTHER)
     assert isinstance(error, RuntimeError)
     assert error == MPI.ERR_OTHER and int(error) == MPI.ERR_OTHER
@@ -205,7 +197,7 @@ def test_error_classes_and_exceptions(mpi_comm, MPI):
     MPI.Add_error_string(code, 'mine')
     assert MPI.Get_error_string(code) == 'mine'
     assert MPI.COMM_WORLD.Get_attr(MPI.LASTUSEDCODE) == code
-    assert _error_class(MPI, MPI.Get_error_class, 100000) == MPI.ERR_ARG
+    assert error_class(MPI.Get_error_class, 100000) == MPI.ERR_ARG
     # a code of a predefined class; a negative code is ERR_UNKNOWN
     other = MPI.Add_error_code(MPI.ERR_OTHER)
     assert other > code and MPI.Get_error_class(other) == MPI.ERR_OTHER
@@ -214,16 +206,16 @@ def test_error_classes_and_exceptions(mpi_comm, MPI):
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_null_communicators(mpi_comm, MPI):
+def test_null_communicators(mpi_comm, MPI, error_class):
     assert MPI.COMM_NULL.Get_name() == 'MPI_COMM_NULL'
     assert MPI.Intercomm() == MPI.COMM_NULL
     assert isinstance(MPI.Comm.Get_parent(), MPI.Intercomm)
     with pytest.raises(TypeError):
         MPI.Comm((1, 2, 3))
     for method in ('Get_size', 'Is_inter', 'Get_group', 'Get_topology'):
-        assert _error_class(MPI, getattr(MPI.COMM_NULL, method)) == \
+        assert error_class(getattr(MPI.COMM_NULL, method)) == \
             MPI.ERR_COMM
-    assert _error_class(MPI, MPI.Comm.Compare, mpi_comm,
+    assert error_class(MPI.Comm.Compare, mpi_comm,
                         MPI.COMM_NULL) == MPI.ERR_COMM
     same = MPI.Comm.fromhandle(mpi_comm.handle)
     assert same == mpi_comm

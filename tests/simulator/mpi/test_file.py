@@ -21,14 +21,6 @@ def _path(comm, tmp_path, name='data'):
     return comm.bcast(str(tmp_path / name) if comm.rank == 0 else None, 0)
 
 
-def _error_class(MPI, fn, *args):
-    try:
-        fn(*args)
-    except MPI.Exception as error:
-        return error.Get_error_class()
-    raise AssertionError('{} raised no MPI.Exception'.format(fn))
-
-
 def _disk(path):
     with open(path, 'rb') as f:
         return f.read()
@@ -169,7 +161,7 @@ def test_shared_pointer_gives_each_write_its_own_place(mpi_comm, MPI,
 
 @pytest.mark.mpi(sizes=SIZES)
 def test_individual_pointers_seek_and_split_collectives(mpi_comm, MPI,
-                                                        tmp_path):
+                                                        tmp_path, error_class):
     comm, rank, size = mpi_comm, mpi_comm.rank, mpi_comm.size
     path = _path(comm, tmp_path)
     fh = MPI.File.Open(comm, path, MPI.MODE_RDWR | MPI.MODE_CREATE)
@@ -197,8 +189,8 @@ def test_individual_pointers_seek_and_split_collectives(mpi_comm, MPI,
     fh.Read(got, status)
     assert got.tolist() == [size, 0, -1]
     assert fh.Get_position() == 4 * size
-    assert _error_class(MPI, fh.Seek, -1) == MPI.ERR_OTHER
-    assert _error_class(MPI, fh.Seek, 0, 12345) == MPI.ERR_ARG
+    assert error_class(fh.Seek, -1) == MPI.ERR_OTHER
+    assert error_class(fh.Seek, 0, 12345) == MPI.ERR_ARG
     fh.Seek(4 * rank)
     fh.Read_all_begin(got)
     fh.Read_all_end(got, status)
@@ -209,38 +201,39 @@ def test_individual_pointers_seek_and_split_collectives(mpi_comm, MPI,
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_open_modes_and_errors_give_ompios_classes(mpi_comm, MPI, tmp_path):
+def test_open_modes_and_errors_give_ompios_classes(mpi_comm, MPI, tmp_path,
+                                                   error_class):
     comm = mpi_comm
     path = _path(comm, tmp_path)
     missing = _path(comm, tmp_path, 'missing')
-    assert _error_class(MPI, MPI.File.Open, comm, missing,
+    assert error_class(MPI.File.Open, comm, missing,
                         MPI.MODE_RDONLY) == MPI.ERR_NO_SUCH_FILE
     for amode in (0, MPI.MODE_RDONLY | MPI.MODE_RDWR,
                   MPI.MODE_RDONLY | MPI.MODE_CREATE,
                   MPI.MODE_RDWR | MPI.MODE_SEQUENTIAL):
-        assert _error_class(MPI, MPI.File.Open, comm, path,
+        assert error_class(MPI.File.Open, comm, path,
                             amode) == MPI.ERR_AMODE, amode
-    assert _error_class(MPI, MPI.File.Open, comm, str(tmp_path),
+    assert error_class(MPI.File.Open, comm, str(tmp_path),
                         MPI.MODE_RDWR) == MPI.ERR_BAD_FILE
     fh = MPI.File.Open(comm, path, MPI.MODE_WRONLY | MPI.MODE_CREATE)
     assert fh.Get_amode() == MPI.MODE_WRONLY | MPI.MODE_CREATE
-    assert _error_class(MPI, MPI.File.Open, comm, path, MPI.MODE_WRONLY |
+    assert error_class(MPI.File.Open, comm, path, MPI.MODE_WRONLY |
                         MPI.MODE_CREATE | MPI.MODE_EXCL) == \
         MPI.ERR_FILE_EXISTS
-    assert _error_class(MPI, fh.Read_at, 0, bytearray(1)) == MPI.ERR_ACCESS
-    assert _error_class(MPI, fh.Set_view, 0, MPI.INT, MPI.INT,
+    assert error_class(fh.Read_at, 0, bytearray(1)) == MPI.ERR_ACCESS
+    assert error_class(fh.Set_view, 0, MPI.INT, MPI.INT,
                         'no-such-rep') == MPI.ERR_UNSUPPORTED_DATAREP
-    assert _error_class(MPI, fh.Set_view, 0, MPI.DOUBLE, MPI.INT) == \
+    assert error_class(fh.Set_view, 0, MPI.DOUBLE, MPI.INT) == \
         MPI.ERR_ARG
-    assert _error_class(MPI, fh.Set_view, 0, MPI.INT,
+    assert error_class(fh.Set_view, 0, MPI.INT,
                         MPI.INT.Create_contiguous(2)) == MPI.ERR_TYPE
     fh.Write_at(0, b'abc')
     fh.Close()
-    assert _error_class(MPI, fh.Get_size) == MPI.ERR_FILE
-    assert _error_class(MPI, MPI.FILE_NULL.Close) == MPI.ERR_FILE
+    assert error_class(fh.Get_size) == MPI.ERR_FILE
+    assert error_class(MPI.FILE_NULL.Close) == MPI.ERR_FILE
     fh = MPI.File.Open(comm, path, MPI.MODE_RDONLY)
     assert fh.Get_size() == 3
-    assert _error_class(MPI, fh.Write_at, 0, b'x') == MPI.ERR_READ_ONLY
+    assert error_class(fh.Write_at, 0, b'x') == MPI.ERR_READ_ONLY
     fh.Close()
     fh = MPI.File.Open(comm, path, MPI.MODE_RDWR | MPI.MODE_APPEND)
     assert fh.Get_position() == fh.Get_position_shared() == 3
@@ -249,12 +242,17 @@ def test_open_modes_and_errors_give_ompios_classes(mpi_comm, MPI, tmp_path):
     if comm.rank == 0:
         MPI.File.Delete(path)
     comm.Barrier()
-    assert _error_class(MPI, MPI.File.Delete, path) == MPI.ERR_NO_SUCH_FILE
+    assert error_class(MPI.File.Delete, path) == MPI.ERR_NO_SUCH_FILE
 
 
 @pytest.mark.mpi(sizes=SIZES)
 def test_file_handles_properties_and_error_handlers(mpi_comm, MPI,
-                                                    tmp_path):
+                                                    tmp_path, simulated):
+    if not simulated and mpi_comm.size != MPI.COMM_WORLD.size:
+        # Under mpiexec -n 4, the 3-rank run of this test passes on every
+        # process and then Open MPI 5.0.11 never returns from MPI_Finalize
+        # (not isolated: each step alone in a script exits cleanly).
+        pytest.skip('hangs Open MPI 5.0.11 at exit on a sub-communicator')
     comm = mpi_comm
     path = _path(comm, tmp_path)
     amode = MPI.MODE_RDWR | MPI.MODE_CREATE | MPI.MODE_DELETE_ON_CLOSE
@@ -309,7 +307,7 @@ def test_mismatched_file_collectives_are_reported(tmp_path):
     assert 'File.Sync' in str(info.value)
 
 
-def test_split_collectives_pair_up(tmp_path):
+def test_split_collectives_pair_up(tmp_path, error_class):
     # Open MPI crashes on an _end without _begin and hangs in the _end
     # after a second _begin (ERR_OTHER, as here); the simulator names them
     path = str(tmp_path / 'f')

@@ -11,15 +11,7 @@ import pytest
 SIZES = (1, 2, 3, 4)
 
 
-def _error_class(MPI, fn, *args):
-    try:
-        fn(*args)
-    except MPI.Exception as error:
-        return error.Get_error_class()
-    raise AssertionError('{} raised no MPI.Exception'.format(fn))
-
-
-def test_compute_dims_as_open_mpi(MPI):
+def test_compute_dims_as_open_mpi(MPI, error_class):
     assert MPI.Compute_dims(24, 4) == [3, 2, 2, 2]
     assert MPI.Compute_dims(30, 3) == [5, 3, 2]
     assert MPI.Compute_dims(4, [2, 0, 2]) == [2, 1, 2]
@@ -27,12 +19,12 @@ def test_compute_dims_as_open_mpi(MPI):
     # fully given dims come back unchecked, as Open MPI does
     assert MPI.Compute_dims(6, [2, 2]) == [2, 2]
     for nnodes, dims in ((0, 2), (-1, 2), (6, [4, 0]), (6, [3, -1])):
-        assert _error_class(MPI, MPI.Compute_dims, nnodes, dims) == \
+        assert error_class(MPI.Compute_dims, nnodes, dims) == \
             MPI.ERR_DIMS
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_cart_coordinates_shifts_and_null_outside(mpi_comm, MPI):
+def test_cart_coordinates_shifts_and_null_outside(mpi_comm, MPI, error_class):
     size, rank = mpi_comm.size, mpi_comm.rank
     rows = 2 if size % 2 == 0 else 1
     dims = [rows, size // rows]
@@ -53,9 +45,9 @@ def test_cart_coordinates_shifts_and_null_outside(mpi_comm, MPI):
     assert cart.Shift(1, 1) == (left, right)
     assert cart.inedges == cart.outedges == [up, down, left, right]
     assert cart.degrees == (4, 4)
-    assert _error_class(MPI, cart.Shift, -1, 1) == MPI.ERR_DIMS
-    assert _error_class(MPI, cart.Get_coords, -1) == MPI.ERR_RANK
-    assert _error_class(MPI, cart.Get_cart_rank, [0, dims[1]]) == \
+    assert error_class(cart.Shift, -1, 1) == MPI.ERR_DIMS
+    assert error_class(cart.Get_coords, -1) == MPI.ERR_RANK
+    assert error_class(cart.Get_cart_rank, [0, dims[1]]) == \
         MPI.ERR_ARG
     with pytest.raises(ValueError):
         cart.Get_cart_rank([0])
@@ -75,14 +67,14 @@ def test_cart_coordinates_shifts_and_null_outside(mpi_comm, MPI):
     assert (small == MPI.COMM_NULL) == (rank > 0)
     # Open MPI 5.0 maps every rank to itself, in the grid or not
     assert mpi_comm.Cart_map([1]) == rank
-    assert _error_class(MPI, mpi_comm.Create_cart, [size + 1]) == \
+    assert error_class(mpi_comm.Create_cart, [size + 1]) == \
         MPI.ERR_ARG
     if small != MPI.COMM_NULL:
         small.Free()
 
 
 @pytest.mark.mpi(sizes=SIZES)
-def test_graph_and_dist_graph_queries(mpi_comm, MPI):
+def test_graph_and_dist_graph_queries(mpi_comm, MPI, error_class):
     size, rank = mpi_comm.size, mpi_comm.rank
     index = [2 * (i + 1) for i in range(size)]
     edges = [e for i in range(size) for e in ((i - 1) % size,
@@ -93,7 +85,7 @@ def test_graph_and_dist_graph_queries(mpi_comm, MPI):
     assert graph.Get_neighbors(rank) == [(rank - 1) % size,
                                          (rank + 1) % size]
     assert graph.nneighbors == 2
-    assert _error_class(MPI, graph.Get_neighbors, -1) == MPI.ERR_RANK
+    assert error_class(graph.Get_neighbors, -1) == MPI.ERR_RANK
     graph.Free()
     dist = mpi_comm.Create_dist_graph_adjacent(
         [(rank - 1) % size], [(rank + 1) % size, rank], [5], [6, 7])
@@ -110,7 +102,7 @@ def test_graph_and_dist_graph_queries(mpi_comm, MPI):
         [(rank - 1) % size], [(rank + 1) % size],
         ([(rank - 1) % size + 10], [rank + 10]))
     dist.Free()
-    assert _error_class(MPI, mpi_comm.Create_dist_graph_adjacent,
+    assert error_class(mpi_comm.Create_dist_graph_adjacent,
                         [size], []) == MPI.ERR_ARG
     with pytest.raises(ValueError):
         mpi_comm.Create_dist_graph_adjacent([0], [0], MPI.WEIGHTS_EMPTY,
