@@ -107,18 +107,88 @@ def test_limit_from_argument_or_environment(monkeypatch):
 
 
 @pytest.mark.simulator_only(reason='checks what the watchdog changes')
-def test_watchdog_wraps_nothing(monkeypatch, make_communicator):
-    # On or off, the communicator keeps its plain-path send/recv and no
-    # method is wrapped: on, it is only marked with its limit (the daemon
-    # reads the stacks).
+def test_off_wraps_nothing_and_on_wraps_the_blocking_methods(
+        monkeypatch, make_communicator):
+    # Off, the communicator keeps its plain-path send/recv and nothing
+    # else is set on it. On, every blocking method is wrapped on the
+    # instance, the plain path included, and still answers the same.
     import simulator
     monkeypatch.delenv(_watchdog.WATCHDOG_ENV, raising=False)
 
     def body(mpi_comm):
         off = make_communicator(mpi_comm)
         on = make_communicator(mpi_comm, watchdog=60)
-        return [(sorted(set(c.__dict__) & set(_watchdog.WATCHED_METHODS)),
-                 c.__dict__.get('_watchdog_limit')) for c in (off, on)]
+        peer = 1 - on.rank
+        on.send(np.full(2, on.rank, np.int32), dest=peer, tag=1)
+        got = on.recv(source=peer, tag=1)
+        return ([(sorted(set(c.__dict__) & set(_watchdog.WATCHED_METHODS)),
+                  c.__dict__.get('_watchdog_limit')) for c in (off, on)],
+                hasattr(on.send, '__wrapped__') and
+                not hasattr(off.send, '__wrapped__'),
+                got.tolist(), on.allreduce_obj(on.rank))
 
-    assert simulator.run(body, 2) == [[(['recv', 'send'], None),
-                                       (['recv', 'send'], 60.0)]] * 2
+    watched = sorted(_watchdog.WATCHED_METHODS)
+    for rank, got in enumerate(simulator.run(body, 2)):
+        assert got == ([(['recv', 'send'], None), (watched, 60.0)], True,
+                       [1 - rank] * 2, 1)
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_reports_without_reading_other_threads_frames(
+        mpi_comm, capfd, make_communicator, simulated, monkeypatch):
+    # Walking another thread's frames while it runs can crash CPython
+    # 3.11 (a segfault seen in CI): the daemon must not call
+    # sys._current_frames, and it still prints the blocked call's stack.
+    def forbidden():
+        raise AssertionError('the watchdog walked the threads\' frames')
+    monkeypatch.setattr(sys, '_current_frames', forbidden)
+    comm = make_communicator(mpi_comm, 'naive', watchdog=LIMIT)
+    if comm.rank == 1:
+        time.sleep(LIMIT * 5)
+    line = sys._getframe().f_lineno + 1
+    total = comm.allreduce_obj(comm.rank)
+    comm.allreduce_obj(0)
+    assert total == 1
+    if comm.rank == 1:
+        return
+
+    def read():
+        return capfd.readouterr().err
+    text = _wait_for_report(read, 'allreduce_obj(') if simulated else read()
+    assert 'rank 0 of the \'naive\' communicator' in text
+    assert '{}", line {}'.format(__file__, line) in text
+    assert 'walked' not in text
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_daemon_ends_when_no_call_is_pending(mpi_comm, make_communicator):
+    comm = make_communicator(mpi_comm, 'naive', watchdog=0.1)
+    comm.allreduce_obj(comm.rank)
+    assert _watchdog._MONITOR.thread is not None
+    comm.allreduce_obj(0)
+    deadline = time.monotonic() + 10
+    while _watchdog._MONITOR.thread is not None and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _watchdog._MONITOR.thread is None
+    assert not any(t.name == 'chainermn_lite-watchdog'
+                   for t in threading.enumerate())
+
+
+@pytest.mark.simulator_only(reason='under mpiexec a deadlock hangs; the '
+                            'simulator reports it')
+def test_simulated_deadlock_is_still_reported_with_the_watchdog_on(
+        make_communicator):
+    # The daemon is no thread of a rank: a rank whose only other thread is
+    # the watchdog is blocked, and the deadlock is reported at once.
+    import simulator
+    from simulator.errors import DeadlockError
+
+    def body(mpi_comm):
+        comm = make_communicator(mpi_comm, 'naive', watchdog=30)
+        comm.recv(source=1 - comm.rank, tag=3)
+
+    start = time.monotonic()
+    with pytest.raises(DeadlockError, match='rank 0: blocked in Recv'):
+        simulator.run(body, 2)
+    assert time.monotonic() - start < 10
