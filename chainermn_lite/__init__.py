@@ -15,6 +15,12 @@ ranks: ``functions.vecpar``, ``links.VecparLinear``), halopar (images
 tiled over a grid of ranks, with halo exchange: ``functions.halo``,
 ``links.HaloConvolution2D``) and their combination with data parallelism
 (``parallel.split_halo_data_grid``).
+
+PYTEST_DONT_REWRITE: ``python -m chainermn_lite.compat -m pytest`` imports
+this package before pytest starts, so pytest cannot rewrite its asserts;
+without this marker pytest warns that it cannot, and a suite whose
+configuration turns warnings into errors (Chainer's own ``setup.cfg``)
+then fails before collecting a test.
 """
 import chainer
 

@@ -111,6 +111,30 @@ def test_command_line_runs_script_and_module(tmp_path, as_module):
         "['--flag', 'x']", '1']
 
 
+def test_pytest_under_compat_with_warnings_as_errors(tmp_path):
+    # Chainer's setup.cfg turns every warning into an error; pytest warns
+    # that chainermn_lite (imported by compat before pytest starts, and
+    # marked for rewriting as the package of the simulator's plugin) cannot
+    # be rewritten, which failed ChainerMN's whole suite before a test ran.
+    (tmp_path / 'setup.cfg').write_text(
+        '[tool:pytest]\nfilterwarnings =\n    error\n')
+    (tmp_path / 'test_uses_chainermn.py').write_text(textwrap.dedent('''
+        import chainermn
+
+        def test_create():
+            assert chainermn.create_communicator('naive').size == 1
+        '''))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run(
+        [sys.executable, '-m', 'chainermn_lite.compat', '-m', 'pytest',
+         '-p', 'no:cacheprovider', '-p', 'no:xdist', '-q',
+         str(tmp_path / 'test_uses_chainermn.py')],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path),
+        timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '1 passed' in done.stdout
+
+
 def test_command_line_without_target_prints_usage():
     done = subprocess.run([sys.executable, '-m', 'chainermn_lite.compat'],
                           capture_output=True, text=True, timeout=120)
