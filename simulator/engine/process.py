@@ -9,6 +9,10 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
 
 - ``sys.argv`` (read, mutated or reassigned): each rank starts from the
   launcher's argv;
+- ``sys.stdout``, ``sys.stderr``, ``sys.stdin`` (and ``sys.__stdout__``...)
+  and ``sys.path``: each rank starts from the process's, and what it
+  assigns stays its own, for ``print()`` and ``import`` too (see
+  :mod:`simulator.engine.rank_sys`);
 - ``os.environ`` (and ``os.getenv``): a copy per rank taken at its first
   use, with the variables Open MPI's ``mpiexec`` gives each process
   (``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
@@ -57,14 +61,14 @@ import types
 
 import numpy as np
 
-from simulator.engine import rank_warnings
+from simulator.engine import rank_sys, rank_warnings
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import caller_is_user, find_spec_without
 from simulator.engine.patches import PatchSet, wrap
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
-           'rank_seed', 'real_sys_dict', 'PrivateSys', 'set_sys_class',
+           'rank_seed', 'real_sys_dict', 'PrivateSys',
            'launcher_environ', 'run_exit_handlers']
 
 # Installed by privatized(); _install is defined below.
@@ -191,9 +195,10 @@ def real_sys_dict():
     return types.ModuleType.__dict__['__dict__'].__get__(sys)
 
 
-class PrivateSys(types.ModuleType):
-    """``sys``'s class while worlds run: ``sys.argv`` answers per rank.
-    Subclasses may add more properties (see shared_state)."""
+class PrivateSys(rank_sys.RankSys):
+    """``sys``'s class while worlds run: ``sys.argv`` answers per rank
+    (and, from :class:`~simulator.engine.rank_sys.RankSys`, the standard
+    streams and ``sys.path``)."""
 
     @property
     def argv(self):
@@ -207,15 +212,6 @@ class PrivateSys(types.ModuleType):
             real_sys_dict()['argv'] = value
         else:
             state.argv = value
-
-
-_sys_class = {'current': PrivateSys}
-
-
-def set_sys_class(cls):
-    """Use ``cls`` (a subclass of the private sys class) while worlds run
-    (for :mod:`simulator.engine.shared_state`)."""
-    _sys_class['current'] = cls
 
 
 # -- os.environ ---------------------------------------------------------------
@@ -605,7 +601,8 @@ def _install():
     _base['environ'] = dict(os.environ)
     _base['launch'] = _launch_environ(
         sys_dict.get('orig_argv') or [sys.executable] + _base['argv'])
-    sys.__class__ = _sys_class['current']
+    undo.append(rank_sys.install(process_state))
+    sys.__class__ = PrivateSys
     undo.append(lambda: setattr(sys, '__class__', types.ModuleType))
 
     shared_environ = os.environ

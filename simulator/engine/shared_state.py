@@ -1,9 +1,10 @@
 """Process-wide changes a rank makes that cannot be made private.
 
-The working directory, signal handlers, the recursion limit and the
-standard streams belong to the one real process: when a rank changes one
-of them, every other rank sees the change, where separate processes would
-not. While a world runs (:func:`reported`), such a call from a rank still
+The working directory, signal handlers and the recursion limit belong to
+the one real process (the standard streams do not: see
+:mod:`simulator.engine.rank_sys`): when a rank changes one of them,
+every other rank sees the change, where separate processes would not.
+While a world runs (:func:`reported`), such a call from a rank still
 happens, and a :class:`SharedStateWarning` names the call, the rank and
 the user's file:line so the difference is never silent. The process id
 is one too: the user's own ``os.getpid()`` in a rank is reported (every
@@ -47,26 +48,6 @@ def warn_shared(call, consequence=_EVERYONE):
         'rank {} called {} at {}:{}: {}'.format(
             context.rank, call, filename, lineno, consequence)),
         SharedStateWarning, filename, lineno)
-
-
-class _ReportingSys(process.PrivateSys):
-    """``sys`` while worlds run: replacing a standard stream in a rank is
-    reported (the streams are the process's)."""
-
-
-def _stream_property(name):
-    def get(self):
-        return process.real_sys_dict()[name]
-
-    def set(self, value):
-        warn_shared('sys.{} = {!r}'.format(name, value))
-        process.real_sys_dict()[name] = value
-    return property(get, set)
-
-
-for _name in ('stdout', 'stderr', 'stdin'):
-    setattr(_ReportingSys, _name, _stream_property(_name))
-process.set_sys_class(_ReportingSys)
 
 
 def _reporting(describe):

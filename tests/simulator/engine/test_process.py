@@ -1,13 +1,17 @@
-"""A rank is a process: sys.argv, os.environ, the global generators and
-Chainer's global_config are private per rank (simulator.engine.process).
+"""A rank is a process: sys.argv, sys.path, the standard streams,
+os.environ, the global generators and Chainer's global_config are private
+per rank (simulator.engine.process, simulator.engine.rank_sys).
 The mpi-marked tests run the same body on the simulator and under
 mpiexec, where each rank is a real process."""
+import importlib
+import io
 import os
 import random
 import subprocess
 import sys
 import threading
 import time
+import traceback
 
 import chainer
 import numpy as np
@@ -46,6 +50,75 @@ def test_argv_edited_by_one_rank_changes_only_that_rank(mpi_comm):
                         for r in range(mpi_comm.size)]
     finally:
         sys.argv[:] = saved
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_streams_replaced_by_one_rank_stay_in_that_rank(mpi_comm):
+    # The even ranks capture their output (as mpi4py's test_attributes
+    # captures a callback's traceback), the odd ones keep their streams;
+    # all write at once, through print() and traceback.print_exc() with no
+    # file (which read sys.stdout/sys.stderr from C), and sys.stderr.
+    rank = mpi_comm.rank
+    saved = sys.stdout, sys.stderr
+    out, err = io.StringIO(), io.StringIO()
+    capturing = rank % 2 == 0
+    try:
+        if capturing:
+            sys.stdout, sys.stderr = out, err
+        mpi_comm.Barrier()      # every rank's streams set before any writes
+        kept = (sys.stdout, sys.stderr) == saved
+        print('out of rank', rank)
+        try:
+            raise ValueError('raised in rank {}'.format(rank))
+        except ValueError:
+            traceback.print_exc()
+        sys.stderr.write('err of rank {}\n'.format(rank))
+        mpi_comm.Barrier()      # every rank's lines written
+    finally:
+        sys.stdout, sys.stderr = saved
+    assert kept != capturing
+    assert (sys.stdout, sys.stderr) == saved
+    if capturing:
+        assert out.getvalue() == 'out of rank {}\n'.format(rank)
+        lines = err.getvalue().splitlines()
+        assert lines[0] == 'Traceback (most recent call last):'
+        assert [line for line in lines if line.startswith((
+            'Traceback', 'ValueError', 'err of'))] == [
+                'Traceback (most recent call last):',
+                'ValueError: raised in rank {}'.format(rank),
+                'err of rank {}'.format(rank)]
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_sys_path_changed_by_one_rank_stays_there_and_imports_by_it(
+        mpi_comm, tmp_path):
+    # Each rank puts a folder of its own on its path (rank 1 reassigns
+    # sys.path, the others insert): the import system finds the rank's
+    # module there and not the other ranks'.
+    rank, size = mpi_comm.rank, mpi_comm.size
+    names = ['simulator_test_path_probe_{}'.format(r) for r in range(size)]
+    folder = tmp_path / 'rank{}'.format(rank)
+    folder.mkdir()
+    (folder / (names[rank] + '.py')).write_text('RANK = {}\n'.format(rank))
+    saved = list(sys.path)
+    try:
+        if rank == 1:
+            sys.path = [str(folder)] + sys.path
+        else:
+            sys.path.insert(0, str(folder))
+        importlib.invalidate_caches()
+        mpi_comm.Barrier()      # every rank's path changed
+        others = [importlib.util.find_spec(n) for n in names if
+                  n != names[rank]]
+        mpi_comm.Barrier()      # no rank has imported its module yet
+        module = importlib.import_module(names[rank])
+        path = list(sys.path)
+    finally:
+        sys.path = saved
+        sys.modules.pop(names[rank], None)
+    assert others == [None] * (size - 1)
+    assert module.RANK == rank
+    assert path == [str(folder)] + saved
 
 
 @pytest.mark.mpi(sizes=(1, 3))
@@ -238,7 +311,17 @@ def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
 
 def test_outside_a_run_everything_is_the_process_own():
     shared_rand = np.random.rand
-    simulator.run(lambda comm: np.random.seed(comm.rank), 2)
+    streams, path = (sys.stdin, sys.stdout, sys.stderr), sys.path
+
+    def body(comm):
+        np.random.seed(comm.rank)
+        sys.stdout = sys.stderr = io.StringIO()
+        sys.path = []
+    simulator.run(body, 2)
+    assert (sys.stdin, sys.stdout, sys.stderr) == streams
+    assert sys.path is path
+    assert [vars(sys)[n] for n in ('stdin', 'stdout', 'stderr')] == list(
+        streams)
     assert np.random.rand is shared_rand
     assert type(sys) is type(os)
     import warnings

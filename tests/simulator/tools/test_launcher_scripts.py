@@ -143,6 +143,18 @@ def test_what_a_rank_sees_of_its_process_matches_mpiexec(size, relative):
     _assert_same_under_mpiexec(found, size, script, 'an arg', '-x')
 
 
+@pytest.mark.parametrize('size', [1, 3])
+def test_streams_a_rank_captures_hold_only_its_output_as_under_mpiexec(
+        size):
+    script = _script('captures_streams.py')
+    found = _simulated_payloads(size, script)
+    assert sorted(p for _, p in found) == [
+        "OUT rank={0} out='printed by rank {0}\\n' errors=['KeyError: {0}', "
+        "'ValueError: unraisable in rank {0}']".format(r)
+        for r in range(size)]
+    _assert_same_under_mpiexec(found, size, script)
+
+
 @pytest.mark.parametrize('how', [
     'exit-3', 'exit-300', 'exit-minus-1', 'exit-message', 'os-exit-5',
     'abort-7', 'exception', 'keyboard-interrupt', 'call-after-finalize'])

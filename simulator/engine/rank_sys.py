@@ -1,0 +1,168 @@
+"""``sys.stdout``, ``sys.stderr``, ``sys.stdin`` and ``sys.path`` per rank.
+
+Each process has its own standard streams and its own import path: a
+program that captures its stderr in a ``StringIO`` around a failing call
+(mpi4py's tests do) reads only its own traceback, and a
+``sys.path.insert`` changes where that process imports from. While worlds
+run, ``sys``'s class (see :class:`RankSys`) answers these names per rank:
+a rank starts with the process's streams (the launcher's: rank-prefixed
+under ``python -m simulator``, pytest's capture in a test) and path, and
+what it assigns or mutates stays its own.
+
+Python code reads them as attributes of the module, which the class
+serves. C code reads the streams from ``sys``'s namespace directly
+(``print()``, ``input()``, the interpreter's own tracebacks): there each
+stream is a :class:`_CurrentStream`, which writes to the calling rank's.
+The import system reads ``sys.path`` as an attribute (importlib's
+``PathFinder``), so a rank's path is the one its imports search.
+"""
+import sys
+import types
+
+__all__ = ['RankSys', 'install']
+
+STREAMS = ('stdin', 'stdout', 'stderr')
+# What a rank's sys.__stdout__ is (the streams its process started with).
+_ORIGINAL = {'__stdin__': 'stdin', '__stdout__': 'stdout',
+             '__stderr__': 'stderr'}
+_KEY = ('sys',)         # the rank's values in its ProcessState.objects
+
+# While installed: the process's streams (what sys.stdout is outside any
+# rank) and the calling rank's ProcessState getter.
+_shared = {}
+_process_state = [lambda: None]
+
+
+def _sys_dict():
+    return types.ModuleType.__dict__['__dict__'].__get__(sys)
+
+
+def _own():
+    """The calling rank's values ({name: value}), or None outside a rank."""
+    state = _process_state[0]()
+    if state is None:
+        return None
+    own = state.objects.get(_KEY)
+    if own is None:
+        own = state.objects[_KEY] = {}
+    return own
+
+
+def _stream(name):
+    """The calling rank's (or, outside a rank, the process's) stream."""
+    own = _own()
+    if own is not None and name in own:
+        return own[name]
+    return _shared[name] if name in _shared else _sys_dict()[name]
+
+
+def _stream_property(name):
+    def get(module):
+        return _stream(name)
+
+    def set(module, value):
+        own = _own()
+        if own is None:
+            if name not in _shared:
+                _sys_dict()[name] = value
+            elif not isinstance(value, _CurrentStream):
+                _shared[name] = value
+        elif value is _shared.get(name) or isinstance(value, _CurrentStream):
+            # Put back: the rank follows the process's stream again.
+            own.pop(name, None)
+        else:
+            own[name] = value
+    return property(get, set)
+
+
+def _original_property(name):
+    def get(module):
+        own = _own()
+        if own is None:
+            return _sys_dict()[name]
+        # A process's own stream, before it replaced any: the launcher's.
+        return own.get(name, _shared.get(_ORIGINAL[name],
+                                         _sys_dict()[name]))
+
+    def set(module, value):
+        own = _own()
+        if own is None:
+            _sys_dict()[name] = value
+        else:
+            own[name] = value
+    return property(get, set)
+
+
+def _get_path(module):
+    own = _own()
+    if own is None:
+        return _sys_dict()['path']
+    path = own.get('path')
+    if path is None:
+        # The process's path as the rank first looks (the launcher's
+        # entries, the script's folder...).
+        path = own['path'] = list(_sys_dict()['path'])
+    return path
+
+
+def _set_path(module, value):
+    own = _own()
+    if own is None:
+        _sys_dict()['path'] = value
+    else:
+        own['path'] = value
+
+
+class RankSys(types.ModuleType):
+    """Base of ``sys``'s class while worlds run: the standard streams (and
+    ``__stdout__``...) and ``path`` answer per rank."""
+
+    path = property(_get_path, _set_path)
+
+
+for _name in STREAMS:
+    setattr(RankSys, _name, _stream_property(_name))
+for _name in _ORIGINAL:
+    setattr(RankSys, _name, _original_property(_name))
+
+
+class _CurrentStream:
+    """What ``sys``'s namespace holds for a standard stream while worlds
+    run, for the C code that reads it there: the calling rank's stream
+    (the process's outside a rank)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def write(self, text):
+        target = _stream(self._name)
+        # print() with sys.stdout set to None prints nothing.
+        return len(text) if target is None else target.write(text)
+
+    def flush(self):
+        target = _stream(self._name)
+        if target is not None:
+            target.flush()
+
+    def __getattr__(self, name):
+        return getattr(_stream(self._name), name)
+
+    def __repr__(self):
+        return repr(_stream(self._name))
+
+
+def install(process_state):
+    """Serve the streams per rank (``process_state()`` gives the calling
+    rank's ProcessState, None outside a rank); the caller sets ``sys``'s
+    class to a subclass of :class:`RankSys`. Returns the undo function."""
+    namespace = _sys_dict()
+    _process_state[0] = process_state
+    for name in STREAMS:
+        _shared[name] = namespace[name]
+        namespace[name] = _CurrentStream(name)
+
+    def undo():
+        for name in STREAMS:
+            namespace[name] = _shared.pop(name)
+        _process_state[0] = lambda: None
+    return undo
