@@ -14,7 +14,12 @@ serves. C code reads the streams from ``sys``'s namespace directly
 (``print()``, ``input()``, the interpreter's own tracebacks): there each
 stream is a :class:`_CurrentStream`, which writes to the calling rank's.
 The import system reads ``sys.path`` as an attribute (importlib's
-``PathFinder``), so a rank's path is the one its imports search.
+``PathFinder``), so a rank's path is the one its imports search. What
+stays the process's: ``sys.modules`` (a module that another rank has
+imported is found there, whatever this rank's path says; the user's own
+modules are still executed once per rank, see
+:mod:`simulator.engine.modules`), ``sys.meta_path``, ``sys.path_hooks``
+and ``sys.path_importer_cache`` (libraries install their hooks there).
 """
 import sys
 import types
