@@ -258,16 +258,31 @@ class VirtualTime:
         self.clocks = [RankClock() for _ in range(world.size)]
         self.estimates = [SegmentEstimate() for _ in range(world.size)] \
             if self.estimate == 'median' else None
+        self._set_scales()
+        self._bases = {name: real() for name, real in _REAL.items()}
+        self.core = _launching_core() if self.one_core else None
+
+    def _set_scales(self):
         per_node = {}
-        for node in world.node_of:
+        node_of = self.world.node_of
+        for node in node_of:
             per_node[node] = per_node.get(node, 0) + 1
         cores = self.machine.cores_per_node
         # Ranks beyond the node's cores share them: compute stretches.
         self._scale = [self.compute_scale * max(
-            1.0, per_node[n] / cores if cores else 1.0)
-            for n in world.node_of]
-        self._bases = {name: real() for name, real in _REAL.items()}
-        self.core = _launching_core() if self.one_core else None
+            1.0, per_node[n] / cores if cores else 1.0) for n in node_of]
+
+    def add_ranks(self, ranks, start):
+        """Clocks for ranks a Spawn added to the world (world lock
+        held, ``world.node_of`` already extended): they start at
+        ``start``, the spawning call's time."""
+        for _ in ranks:
+            clock = RankClock()
+            clock.now = start
+            self.clocks.append(clock)
+            if self.estimates is not None:
+                self.estimates.append(SegmentEstimate())
+        self._set_scales()
 
     # -- threads and call boundaries (calling thread) -------------------
     def thread_started(self, rank):

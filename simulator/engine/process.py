@@ -69,7 +69,7 @@ from simulator.engine.patches import PatchSet, wrap
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
            'rank_seed', 'real_sys_dict', 'PrivateSys',
-           'launcher_environ', 'run_exit_handlers']
+           'launcher_environ', 'spawned_environ', 'run_exit_handlers']
 
 # Installed by privatized(); _install is defined below.
 _patches = PatchSet(lambda: _install())
@@ -115,8 +115,11 @@ class ProcessState:
             self._environ = dict(_base['environ'])
             world = self.context.world
             self._environ.update(_base['launch'])
+            job, job_rank = self.context.job, self.context.job_rank
+            if job.launch is not None:
+                self._environ.update(job.launch[job_rank])
             self._environ.update(launcher_environ(
-                world.node_of, self.context.rank, world.universe_size))
+                job.node_of, job_rank, world.universe_size))
             self._environ['PMIX_HOSTNAME'] = self.context.processor_name
         return self._environ
 
@@ -174,6 +177,16 @@ def _launch_environ(orig_argv):
             'PRTE_LAUNCHED': '1',
             'PMIX_NAMESPACE': 'prterun-{}-{}@1'.format(socket.gethostname(),
                                                       os.getpid())}
+
+
+def spawned_environ(command_line, job_id):
+    """The launcher variables of a spawned job's ranks that differ from
+    the first job's: its command line (``OMPI_COMMAND``...) and its PMIx
+    namespace (mpiexec numbers a job's namespace by its launch)."""
+    variables = _launch_environ(command_line)
+    variables['PMIX_NAMESPACE'] = variables['PMIX_NAMESPACE'].rpartition(
+        '@')[0] + '@{}'.format(job_id + 1)
+    return variables
 
 
 def process_state():

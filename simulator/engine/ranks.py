@@ -18,7 +18,7 @@ from simulator.engine import (actors, modules, process, reports,
                               shared_state)
 from simulator.errors import DeadlockError, UnmatchedMessageError
 
-__all__ = ['RankContext', 'run_ranks']
+__all__ = ['RankContext', 'run_ranks', 'start_job']
 
 # Small thread stacks let thousands of ranks fit; only for big worlds, so
 # recursion-heavy code in small worlds keeps the default.
@@ -50,12 +50,16 @@ class RankContext:
     communicators...), name -> object; ``threads``: its threads, its
     main thread first; ``cpu``: their CPU time (``actors.RankCpu``);
     ``result`` / ``error``: how its main function
-    ended.
+    ended; ``job`` / ``job_rank``: the launch it belongs to
+    (:mod:`simulator.engine.jobs`: the first, or one a Spawn made) and
+    its rank there (in that job's COMM_WORLD).
     """
 
     def __init__(self, world, rank):
         self.world = world
         self.rank = rank
+        self.job = world.job_of[rank]
+        self.job_rank = self.job.job_rank(rank)
         self.node = world.node_of[rank]
         self.processor_name = host_name() if world.nodes == 1 else \
             'node{}'.format(self.node)
@@ -139,29 +143,54 @@ def run_ranks(world, main, timeout=None):
     with world.lock:
         mains = [world.add_actor(r, 'rank {}'.format(r), main=True)
                  for r in range(world.size)]
+    with actors.inherit_threads(), process.privatized(), \
+            modules.private_modules(), shared_state.reported():
+        threads = _start_threads(world, world.contexts, mains, main)
+        _join(world, threads, timeout)
+    return _outcome(world)
+
+
+def _start_threads(world, contexts, mains, main):
+    """Start the main thread of each of ``contexts``' ranks (their
+    actors ``mains``), running ``main(context)``."""
     threads = []
     old_stack = None
     if world.size > _BIG_WORLD:
         old_stack = threading.stack_size(_BIG_WORLD_STACK)
-    with actors.inherit_threads(), process.privatized(), \
-            modules.private_modules(), shared_state.reported():
-        try:
-            for rank in range(world.size):
-                t = threading.Thread(
-                    # Each rank's main thread is its process's main
-                    # thread: code that asks threading for the name sees
-                    # what it sees under mpiexec.
-                    target=_rank_main, name='MainThread',
-                    args=(world, world.contexts[rank], mains[rank], main),
-                    daemon=True)
-                t.simulator_internal = True
-                t.start()
-                threads.append(t)
-        finally:
-            if old_stack is not None:
-                threading.stack_size(old_stack)
-        _join(world, threads, timeout)
-    return _outcome(world)
+    try:
+        for context, actor in zip(contexts, mains):
+            t = threading.Thread(
+                # Each rank's main thread is its process's main
+                # thread: code that asks threading for the name sees
+                # what it sees under mpiexec.
+                target=_rank_main, name='MainThread',
+                args=(world, context, actor, main), daemon=True)
+            t.simulator_internal = True
+            t.start()
+            threads.append(t)
+    finally:
+        if old_stack is not None:
+            threading.stack_size(old_stack)
+    return threads
+
+
+def start_job(world, count, main, appnum=None, launch=None, parent=None):
+    """Add a job of ``count`` new ranks to the running ``world`` (MPI's
+    Spawn, from one of its ranks) and start them, each running
+    ``main(context)`` as the first job's ranks run theirs: a failure or
+    an exit status ends the world's run as any rank's does. The other
+    arguments are :class:`~simulator.engine.jobs.Job`'s. Returns the
+    Job; its ranks are live (the deadlock check counts them) from
+    here on."""
+    with world.lock:
+        world.raise_if_broken(actors.current_actor().rank)
+        job = world.add_job(count, appnum, launch, parent)
+        contexts = [RankContext(world, r) for r in job.ranks]
+        world.contexts += contexts
+        mains = [world.add_actor(r, 'rank {}'.format(r), main=True)
+                 for r in job.ranks]
+    _start_threads(world, contexts, mains, main)
+    return job
 
 
 def _join(world, threads, timeout):
@@ -198,7 +227,9 @@ def _outcome(world):
                 if report.unmatched else
                 'receives posted but never matched when the run ended'),
                 report=report)
-        return [ctx.result for ctx in world.contexts]
+        # The launched ranks' results (not those of ranks they spawned).
+        return [ctx.result for ctx in world.contexts[:len(
+            world.jobs[0].ranks)]]
     if failure.rank is not None:
         error = failure.error
         if not _quiet_outcome(error):

@@ -34,6 +34,7 @@ import time
 
 from simulator.engine import reports
 from simulator.engine.actors import Actor, RankExit, current_actor
+from simulator.engine.jobs import Job, block_placement
 from simulator.errors import DeadlockError, RankFailedError
 
 __all__ = ['World', 'SEND_MODES', 'POLL_GRACE', 'host_slots']
@@ -97,10 +98,10 @@ class World:
             schedule.started = True
         self.schedule = schedule
         # Block distribution, like mpiexec's default by-slot mapping.
-        per_node, extra = divmod(size, nodes)
-        self.node_of = []
-        for node in range(nodes):
-            self.node_of += [node] * (per_node + (node < extra))
+        self.node_of = block_placement(size, nodes)
+        # The launches: the first job, then one per Spawn (see jobs).
+        self.jobs = [Job(0, range(size), self.node_of)]
+        self.job_of = [self.jobs[0]] * size
         self.lock = threading.Lock()
         self.actors = [[] for _ in range(size)]    # live actors per rank
         self.live = 0                   # live actors in the world
@@ -152,6 +153,27 @@ class World:
         however many ranks it runs (more ranks oversubscribe them). Read
         from the host when first asked (most worlds never ask)."""
         return self.nodes * host_slots()
+
+    def add_job(self, count, appnum, launch, parent):
+        """New world ranks for a spawned job of ``count`` ranks (lock
+        held; see :class:`~simulator.engine.jobs.Job` for the per-rank
+        lists); their contexts and threads are the caller's to start
+        (:func:`simulator.engine.ranks.start_job`). Returns the Job."""
+        first = self.size
+        job = Job(len(self.jobs), range(first, first + count),
+                  block_placement(count, self.nodes), appnum, launch, parent)
+        self.jobs.append(job)
+        self.size += count
+        self.node_of += job.node_of
+        self.job_of += [job] * count
+        self.actors += [[] for _ in range(count)]
+        self.finished += [False] * count
+        self.unexpected += [dict() for _ in range(count)]
+        self.posted += [dict() for _ in range(count)]
+        if self.clock is not None:
+            caller = current_actor().rank
+            self.clock.add_ranks(job.ranks, self.clock.clocks[caller].now)
+        return job
 
     def add_actor(self, rank, name, main=False, daemon=False):
         """A new live thread of ``rank`` (lock held)."""

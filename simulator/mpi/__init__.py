@@ -34,6 +34,8 @@ from simulator.mpi.cobjects import handleof as _handleof
 from simulator.mpi.cobjects import sizeof as _sizeof
 from simulator.mpi.abi import (Get_abi_fortran_info, Get_abi_info,
                                Get_abi_version)
+from simulator.mpi.dynamic import (Close_port, Lookup_name, Open_port,
+                                   Publish_name, Unpublish_name)
 from simulator.mpi.file import FILE_NULL as _FILE_NULL
 from simulator.mpi.file import File as _File
 from simulator.mpi.errors import (Add_error_class, Add_error_code,
@@ -82,7 +84,8 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             '_commctx_inter', 'Compute_dims', 'buffer', '_typecode',
             '_typealign', 'Topocomm', 'Cartcomm', 'Graphcomm',
             'Distgraphcomm', 'Get_abi_version', 'Get_abi_info',
-            'Get_abi_fortran_info']
+            'Get_abi_fortran_info', 'Open_port', 'Close_port',
+            'Publish_name', 'Unpublish_name', 'Lookup_name']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))

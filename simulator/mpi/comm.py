@@ -11,6 +11,7 @@ from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import AbortError
+from simulator.mpi import dynamic
 from simulator.mpi.coll import Collectives
 from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                      CONGRUENT, ERR_COMM, ERR_GROUP, ERR_RANK,
@@ -93,8 +94,9 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         if state is None:
             return 'COMM_NULL' if self is _null_constant() else \
                 (NullComm, ())
-        if state.name in ('MPI_COMM_WORLD', 'MPI_COMM_SELF') and \
-                state.ctx in (('world',), ('self', state.world_rank)):
+        if state.name in ('MPI_COMM_WORLD', 'MPI_COMM_SELF') and (
+                state.ctx[0] == 'world' or
+                state.ctx == ('self', state.world_rank)):
             label = state.name[4:]
             return label if type(self).__name__ == '_RankLocalComm' else \
                 (_handle_to, (label,))
@@ -194,7 +196,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
     def Free(self):
         """Release the communicator; the handle becomes COMM_NULL."""
         s = self._local
-        if s.ctx in (('world',),) or s.ctx[0] == 'self':
+        if s.ctx[0] in ('world', 'self'):
             raise MPIException(ERR_COMM, 'cannot free {}'.format(s.name))
         self._drop_attrs(self._attr_store('Free'))
         s.freed = True
@@ -206,14 +208,16 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         s = self._state
         if s is None or getattr(type(self), '_rank_local', False):
             return
-        if s.ctx == ('world',) or s.ctx[0] == 'self':
+        if s.ctx[0] in ('world', 'self'):
             self._state = None
         else:
             self.Free()
 
     def Disconnect(self):
-        """Free the communicator once its pending communication is done
-        (here: at once; every simulated operation completes by itself)."""
+        """Wait until every member (of both groups of an
+        intercommunicator) disconnects, then free the communicator: the
+        handle becomes COMM_NULL (collective, as MPI_Comm_disconnect)."""
+        self.Barrier()
         self.Free()
 
     def Abort(self, errorcode=0):
@@ -370,8 +374,23 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
 
     @classmethod
     def Get_parent(cls):
-        """A null Intercomm: no process was spawned (not simulated)."""
-        return Intercomm()
+        """The intercommunicator to the group that spawned this rank (the
+        same handle on every call, as mpi4py's); COMM_NULL in a rank no
+        Spawn started, or once it disconnected."""
+        ctx = current()
+        if ctx is None:
+            return Intercomm()
+        handle = ctx.local.get('mpi.parent_handle')
+        if handle is None:
+            handle = ctx.local['mpi.parent_handle'] = Intercomm()
+        handle._state = dynamic.parent_state()
+        return handle
+
+    @classmethod
+    def Join(cls, fd):
+        """The intercommunicator between this rank and the rank at the
+        other end of the connected socket ``fd`` (both call Join)."""
+        return Intercomm(dynamic.join(fd))
 
     @classmethod
     def Create_from_group(cls, group, stringtag='org.mpi4py',
@@ -464,6 +483,43 @@ class Intracomm(TopologyConstructors, Comm):
                             ', not the intercommunicator {}'.format(
                                 self._state.name))
 
+    def Spawn(self, command, args=None, maxprocs=1, info=None, root=0,
+              errcodes=None):
+        """Start ``maxprocs`` ranks running ``command args`` (a Python
+        interpreter or script: see :mod:`simulator.mpi.dynamic`); returns
+        the intercommunicator to them (collective; the arguments count at
+        ``root`` only)."""
+        apps = None
+        if self._s.rank == root:
+            apps = dynamic.spawn_apps(command, args, maxprocs, info)
+        state, codes = dynamic.spawn(self, apps, root, 'Spawn')
+        if errcodes is not None:
+            errcodes[:] = codes[0]
+        return Intercomm(state)
+
+    def Spawn_multiple(self, command, args=None, maxprocs=None, info=None,
+                       root=0, errcodes=None):
+        """Spawn several applications as one job (their ranks numbered
+        in order; MPI_APPNUM tells them apart)."""
+        apps = None
+        if self._s.rank == root:
+            apps = dynamic.spawn_multiple_apps(command, args, maxprocs, info)
+        state, codes = dynamic.spawn(self, apps, root, 'Spawn_multiple')
+        if errcodes is not None:
+            errcodes[:] = codes
+        return Intercomm(state)
+
+    def Accept(self, port_name, info=None, root=0):
+        """Wait for a group to Connect on ``port_name`` (significant at
+        ``root``); returns the intercommunicator to it."""
+        return Intercomm(dynamic.accept_or_connect(self, 'Accept',
+                                                   port_name, root))
+
+    def Connect(self, port_name, info=None, root=0):
+        """Join the group that Accepts on ``port_name``."""
+        return Intercomm(dynamic.accept_or_connect(self, 'Connect',
+                                                   port_name, root))
+
     def Create_intercomm(self, local_leader, peer_comm, remote_leader,
                          tag=0):
         """An intercommunicator between this group and the group whose
@@ -518,11 +574,13 @@ def _world_states(ctx):
     """The rank's (COMM_WORLD, COMM_SELF) states, made on first use."""
     states = ctx.local.get('mpi')
     if states is None:
-        world, rank = ctx.world, ctx.rank
+        world, rank, job = ctx.world, ctx.rank, ctx.job
+        # A spawned job's COMM_WORLD is its own ranks, in a context of
+        # its own.
         states = ctx.local['mpi'] = {
-            'COMM_WORLD': CommState(world, ('world',),
-                                    list(range(world.size)), rank,
-                                    'MPI_COMM_WORLD'),
+            'COMM_WORLD': CommState(world, ('world',) if job.id == 0 else
+                                    ('world', job.id), job.ranks,
+                                    ctx.job_rank, 'MPI_COMM_WORLD'),
             'COMM_SELF': CommState(world, ('self', rank), [rank], 0,
                                    'MPI_COMM_SELF')}
     return states

@@ -477,7 +477,7 @@ class CommProps(Attributes):
         """Give the new communicator ``new`` (made by Dup) this one's
         error handler and the attributes its copy callbacks copy."""
         old = self._s
-        if old.ctx == ('world',) or old.props.get('predefined'):
+        if old.ctx[0] == 'world' or old.props.get('predefined'):
             new._state.props['predefined'] = True
         if 'errhandler' in old.props:
             new._state.props['errhandler'] = old.props['errhandler']
@@ -505,10 +505,12 @@ def _predefined_attr(state, keyval):
     """COMM_WORLD's predefined attributes, with Open MPI's values; its
     duplicates copy all but LASTUSEDCODE; other communicators have
     none."""
-    if state.ctx != ('world',) and not (
+    if state.ctx[0] != 'world' and not (
             state.props.get('predefined') and keyval != LASTUSEDCODE):
         return None
-    return {TAG_UB: TAG_UB_VALUE, IO: -1, WTIME_IS_GLOBAL: 0, APPNUM: 0,
+    job = state.world.job_of[state.world_rank]
+    appnum = job.appnum[job.job_rank(state.world_rank)]
+    return {TAG_UB: TAG_UB_VALUE, IO: -1, WTIME_IS_GLOBAL: 0, APPNUM: appnum,
             UNIVERSE_SIZE: state.world.universe_size,
             LASTUSEDCODE: last_used_code()}[keyval]
 

@@ -78,6 +78,10 @@ _ERROR_STRINGS = {
     ERR_KEYVAL: 'MPI_ERR_KEYVAL: invalid key value',
     ERR_UNSUPPORTED_OPERATION: 'MPI_ERR_UNSUPPORTED_OPERATION: operation '
                                'not supported',
+    38: 'MPI_ERR_NAME: invalid name argument',
+    43: 'MPI_ERR_PORT: invalid port',
+    48: 'MPI_ERR_SERVICE: unknown service name',
+    50: 'MPI_ERR_SPAWN: could not spawn processes',
     ERR_WIN: 'MPI_ERR_WIN: invalid window',
     ERR_SESSION: 'MPI_ERR_SESSION: Invalid session handle',
     ERR_ERRHANDLER: 'Unknown error (this should not happen!)',

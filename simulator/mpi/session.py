@@ -34,12 +34,13 @@ def _rank():
 
 def _members(ctx, pset):
     world = ctx.world
+    # The process sets of the rank's own job (a spawned job's are its).
     if pset == 'mpi://WORLD':
-        return tuple(range(world.size))
+        return tuple(ctx.job.ranks)
     if pset == 'mpi://SELF':
         return (ctx.rank,)
-    return tuple(r for r, other in enumerate(world.contexts)
-                 if other.processor_name == ctx.processor_name)
+    return tuple(r for r in ctx.job.ranks if world.contexts[r].processor_name
+                 == ctx.processor_name)
 
 
 class _SessionCore:

@@ -1,6 +1,6 @@
 """What ``simulator.mpi`` names but does not simulate.
 
-Dynamic processes exist as names (mpi4py programs and its
+Such calls exist as names (mpi4py programs and its
 test suite reference them at import time) whose every use raises
 :class:`NotSimulated`, a ``NotImplementedError`` that says what is
 missing. mpi4py's own tests treat ``NotImplementedError`` as "not
@@ -19,8 +19,8 @@ def not_simulated(what):
     """The error for an unsimulated ``what`` (e.g. ``'MPI.Win.Create'``)."""
     return NotSimulated('simulator.mpi: {} is not simulated (outside the '
                         'simulated subset: derived '
-                        'datatypes in RMA, '
-                        'dynamic processes; see the README)'.format(what))
+                        'datatypes in RMA, user data representations; see '
+                        'the README)'.format(what))
 
 
 def mpi41_missing(what):
@@ -111,6 +111,5 @@ def _refuse(name):
 
 
 FUNCTIONS = {name: _refuse(name) for name in (
-    'Open_port', 'Close_port', 'Publish_name', 'Unpublish_name',
-    'Lookup_name', 'Register_datarep', 'Remove_error_class',
+    'Register_datarep', 'Remove_error_class',
     'Remove_error_code', 'Remove_error_string', 'Get_hw_resource_info')}

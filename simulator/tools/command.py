@@ -7,7 +7,6 @@ Apart from the CLI because of what it imports (the engine, the mpi4py
 facade, NumPy: ~0.5 s): the CLI may execute the process again first, and
 that second start must not pay for them twice.
 """
-import builtins
 import os
 import signal
 import sys
@@ -16,6 +15,7 @@ import traceback
 from simulator.engine.actors import current
 from simulator.engine.clock import ESTIMATES, VirtualTime
 from simulator.engine.modules import register_private_module
+from simulator.engine.program import execute
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
                                      parse_schedule)
@@ -190,10 +190,8 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
     sys.stdin = rank_in = RankInput(real_in)
 
     def rank_main(comm):
-        namespace = dict(base, __name__='__main__', __builtins__=builtins)
-        current().main_namespace = namespace
         try:
-            exec(code, namespace)
+            execute((code, base))
         finally:
             # Not comm.Get_rank(): the program may have finalized MPI.
             rank = current().rank
@@ -207,6 +205,8 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
                     send_mode=options.send_mode, timeout=options.timeout,
                     seed=options.seed, clock=clock, schedule=schedule)
             finally:
+                out.flush_all()
+                err.flush_all()
                 out.release()
                 err.release()
     except SystemExit as stop:

@@ -11,8 +11,6 @@ the script's code (:func:`load_code`).
 import contextlib
 import functools
 import gc
-import importlib.machinery
-import importlib.util
 import os
 import sys
 import threading
@@ -21,6 +19,7 @@ import types
 from simulator import mpi
 from simulator.engine.actors import current
 from simulator.engine.clock import patch_time
+from simulator.engine.program import load_code
 from simulator.engine.ranks import run_ranks
 from simulator.engine.schedule import Schedule
 from simulator.engine.world import World
@@ -110,6 +109,14 @@ class RankStream:
             if rest:
                 self._emit(rank, '[{}] {}\n'.format(rank, rest))
         self._stream.flush()
+
+    def flush_all(self):
+        """Write out every rank's unfinished last line (ranks a Spawn
+        started end outside the launcher's per-rank code)."""
+        with self._lock:
+            ranks = sorted(self._partial)
+        for rank in ranks:
+            self.flush_rank(rank)
 
     def release(self):
         """Write the held lines, rank by rank (and keep holding)."""
@@ -259,29 +266,6 @@ def install_mpi4py():
     """Make ``from mpi4py import MPI`` import ``simulator.mpi`` (and
     ``import mpi4py`` the stand-in package of :mod:`.standin`)."""
     make_package()
-
-
-def load_code(target, module):
-    """(code object, initial globals) for a script path or module name."""
-    if module:
-        spec = importlib.util.find_spec(target)
-        if spec is None:
-            raise SystemExit('simulator: no module named {!r}'.format(
-                target))
-        if spec.submodule_search_locations is not None:
-            target += '.__main__'
-            spec = importlib.util.find_spec(target)
-        code = spec.loader.get_code(target)
-        base = {'__file__': spec.origin, '__spec__': spec,
-                '__package__': target.rpartition('.')[0],
-                '__loader__': spec.loader}
-        return code, base
-    path = os.path.abspath(target)
-    with open(path, 'rb') as f:
-        source = f.read()
-    code = compile(source, path, 'exec')
-    return code, {'__file__': path, '__spec__': None, '__package__': None,
-                  '__loader__': None}
 
 
 @contextlib.contextmanager

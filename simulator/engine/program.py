@@ -1,0 +1,174 @@
+"""What a rank runs: a Python program given as a script, a module or code.
+
+``python -m simulator`` runs one program on every rank of the first job;
+a Spawn runs one per spawned application. Both load it here
+(:func:`load_code`, :func:`python_program`) and run it here
+(:func:`execute`): each rank in a fresh ``__main__`` namespace, as a
+process runs its program.
+
+The simulator runs ranks as threads of this interpreter, so it can only
+spawn programs this interpreter can run: a command that is a Python
+interpreter (any ``python``, ``python3``, ``python3.11``..., run by this
+one) or a script whose ``#!`` line names one. Any other executable cannot
+become a rank (:class:`ForeignCommand`).
+"""
+import builtins
+import importlib.util
+import os
+import re
+import shutil
+import sys
+
+from simulator.engine.actors import current
+
+__all__ = ['Program', 'ForeignCommand', 'load_code', 'python_program',
+           'check_command', 'spawned_program', 'execute']
+
+_PYTHON = re.compile(r'python[0-9.]*[a-z]?(\.exe)?')
+# Interpreter options that take a value as the next word.
+_WITH_VALUE = ('-W', '-X')
+
+
+class ForeignCommand(Exception):
+    """A command that exists but is not a Python program: the simulator
+    cannot run it as a rank."""
+
+
+class Program:
+    """A loaded program: ``code``, the initial globals ``base``, its
+    ``argv`` (``sys.argv`` of the process) and ``path`` (what Python puts
+    first on ``sys.path`` for it: the script's folder, or '' for ``-c``
+    and ``-m``, the working directory)."""
+
+    __slots__ = ('code', 'base', 'argv', 'path')
+
+    def __init__(self, code, base, argv, path):
+        self.code, self.base, self.argv, self.path = code, base, argv, path
+
+
+def load_code(target, module):
+    """(code object, initial globals) for a script path or module name."""
+    if module:
+        spec = importlib.util.find_spec(target)
+        if spec is None:
+            raise SystemExit('simulator: no module named {!r}'.format(
+                target))
+        if spec.submodule_search_locations is not None:
+            target += '.__main__'
+            spec = importlib.util.find_spec(target)
+        code = spec.loader.get_code(target)
+        base = {'__file__': spec.origin, '__spec__': spec,
+                '__package__': target.rpartition('.')[0],
+                '__loader__': spec.loader}
+        return code, base
+    path = os.path.abspath(target)
+    with open(path, 'rb') as f:
+        source = f.read()
+    code = compile(source, path, 'exec')
+    return code, {'__file__': path, '__spec__': None, '__package__': None,
+                  '__loader__': None}
+
+
+def python_program(args):
+    """The program ``python ARGS...`` runs: a script, ``-m module`` or
+    ``-c code``, after the interpreter's own options (which this
+    interpreter's settings replace). Raises ValueError for what cannot
+    run as a rank (no program: an interactive interpreter; ``-``:
+    standard input)."""
+    args = [os.fspath(a) for a in args]
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in ('-c', '-m'):
+            if i + 1 == len(args):
+                raise ValueError('python {}: argument expected'.format(word))
+            rest = args[i + 2:]
+            if word == '-c':
+                code = compile(args[i + 1], '<string>', 'exec')
+                return Program(code, {'__spec__': None, '__package__': None,
+                                      '__loader__': None}, ['-c'] + rest, '')
+            try:
+                code, base = load_code(args[i + 1], True)
+            except SystemExit as missing:
+                raise ValueError(str(missing)) from None
+            return Program(code, base, [base['__file__']] + rest, '')
+        if word == '-':
+            raise ValueError('python -: a spawned rank has no standard input '
+                             'to read its program from')
+        if word.startswith(_WITH_VALUE):
+            i += 1 if len(word) > 2 else 2
+            continue
+        if word.startswith('-') and len(word) > 1:
+            i += 1      # -u, -B, -E, -I, -O...: this interpreter's apply
+            continue
+        code, base = load_code(word, False)
+        return Program(code, base, args[i:],
+                       os.path.dirname(base['__file__']))
+    raise ValueError('python without a script, -m or -c would be an '
+                     'interactive interpreter')
+
+
+def _is_python(path):
+    if os.path.realpath(path) == os.path.realpath(sys.executable):
+        return True
+    return _PYTHON.fullmatch(os.path.basename(path)) is not None
+
+
+def _shebang(path):
+    """The words of ``path``'s ``#!`` line, or None."""
+    try:
+        with open(path, 'rb') as f:
+            first = f.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b'#!'):
+        return None
+    return first[2:].decode('utf-8', 'replace').split()
+
+
+def check_command(command):
+    """How ``command`` (a path, or a name looked up on the calling rank's
+    ``PATH``) runs a program: the interpreter words to put before its
+    arguments (``[]``: it is a Python interpreter; ``[..., SCRIPT]``: a
+    script run by the Python its ``#!`` line names). Raises
+    FileNotFoundError when it names no executable file and
+    :class:`ForeignCommand` when it is neither."""
+    command = os.fspath(command)
+    found = command if os.sep in command else shutil.which(command)
+    if found is None or not os.path.isfile(found) or \
+            not os.access(found, os.X_OK):
+        raise FileNotFoundError('no executable {!r} (as mpiexec would '
+                                'look for it)'.format(command))
+    if _is_python(found):
+        return []
+    words = _shebang(found)
+    if words and words[0].endswith('/env') and len(words) > 1:
+        words = words[1:]
+    if words and _is_python(words[0]):
+        return words[1:] + [found]
+    raise ForeignCommand(
+        '{!r} is not a Python interpreter or a Python script: the '
+        'simulator runs spawned ranks as threads of its own interpreter, '
+        'so it cannot run other executables'.format(command))
+
+
+def spawned_program(command, args):
+    """The Program that ``command`` with ``args`` runs when spawned
+    (raises as :func:`check_command` and :func:`python_program`)."""
+    words = check_command(command)
+    program = python_program(words + [os.fspath(a) for a in args])
+    if words:
+        # A script run by its #! line: argv[0] is the command as given.
+        program.argv[0] = os.fspath(command)
+    return program
+
+
+def execute(program):
+    """Run ``program`` (a Program, or (code, base)) in the calling rank, in
+    a fresh ``__main__`` namespace (what pickle finds ``__main__``'s
+    classes in: the rank's ``main_namespace``)."""
+    code, base = (program.code, program.base) \
+        if isinstance(program, Program) else program
+    namespace = dict(base, __name__='__main__', __builtins__=builtins)
+    current().main_namespace = namespace
+    exec(code, namespace)
