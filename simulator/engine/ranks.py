@@ -233,8 +233,11 @@ def _outcome(world):
     if failure.rank is not None:
         error = failure.error
         if not _quiet_outcome(error):
-            error.add_note('simulator: raised in rank {} of {}'.format(
-                failure.rank, world.size))
+            job = world.job_of[failure.rank]
+            error.add_note('simulator: raised in rank {} of {}{}'.format(
+                failure.rank, world.size, '' if job.id == 0 else
+                ' (rank {} of the job a Spawn started)'.format(
+                    job.job_rank(failure.rank))))
         raise error
     # A check fired: re-raise the copy the lowest affected rank raised.
     for ctx in world.contexts:

@@ -16,6 +16,7 @@ from simulator.errors import DeadlockError
 # simulator's threads, where mpi4py is not stood in by the pytest
 # plugin) or 'real' (a process spawned by Open MPI).
 CHILD = textwrap.dedent('''\
+    import os
     import sys
     if sys.argv[1] == 'sim':
         from simulator import mpi as MPI
@@ -28,7 +29,10 @@ CHILD = textwrap.dedent('''\
     parent.send({'argv': sys.argv[1:], 'rank': world.Get_rank(),
                  'size': world.Get_size(), 'remote': parent.Get_remote_size(),
                  'appnum': world.Get_attr(MPI.APPNUM), 'greeting': greeting,
-                 'same': MPI.Comm.Get_parent() is parent}, dest=0, tag=2)
+                 'same': MPI.Comm.Get_parent() is parent,
+                 'env': (os.environ['OMPI_COMM_WORLD_RANK'],
+                         os.environ['OMPI_COMM_WORLD_SIZE'])},
+                dest=0, tag=2)
     data = parent.bcast(None, root=0)
     total = world.allreduce(data * (world.Get_rank() + 1))
     if world.Get_rank() == 0:
@@ -69,7 +73,8 @@ def test_spawned_children_talk_to_their_parents(mpi_comm, MPI, simulated,
             assert info == {'argv': [_mode(simulated), 'alpha'],
                             'rank': child, 'size': 2, 'remote':
                             mpi_comm.Get_size(), 'appnum': 0,
-                            'greeting': ('hello', child), 'same': True}
+                            'greeting': ('hello', child), 'same': True,
+                            'env': (str(child), '2')}
     inter.bcast(10 if mpi_comm.Get_rank() == 0 else None,
                 root=MPI.ROOT if mpi_comm.Get_rank() == 0 else MPI.PROC_NULL)
     if mpi_comm.Get_rank() == 0:
@@ -166,7 +171,8 @@ def test_a_child_that_raises_is_reported_to_the_waiting_parent(tmp_path):
         inter.recv(source=0)        # never sent: the child failed
     with pytest.raises(ValueError, match='the child broke') as info:
         simulator.run(body, 2, timeout=60)
-    assert any('raised in rank 2' in note for note in info.value.__notes__)
+    assert any('raised in rank 2 of 3 (rank 0 of the job a Spawn started)'
+               in note for note in info.value.__notes__)
 
 
 @pytest.mark.simulator_only('a deliberate deadlock')
