@@ -6,6 +6,8 @@ communicator share a context id (``ctx``) and a group (comm rank -> world
 rank). Object methods (lowercase) pickle like mpi4py; buffer methods
 (capitalised) take mpi4py buffer specs.
 """
+import operator
+
 from simulator.engine import collectives as coll
 from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
@@ -490,6 +492,8 @@ class Intracomm(TopologyConstructors, Comm):
         the intercommunicator to them (collective; the arguments count at
         ``root`` only)."""
         apps = None
+        # A C int in mpi4py, converted on every rank.
+        maxprocs = operator.index(maxprocs)
         if self._s.rank == root:
             apps = dynamic.spawn_apps(command, args, maxprocs, info)
         state, codes = dynamic.spawn(self, apps, root, 'Spawn')

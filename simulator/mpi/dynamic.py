@@ -64,9 +64,6 @@ def _argv(args):
 def spawn_apps(command, args, maxprocs, info):
     """The root's one application of ``Spawn``: [(command, argv,
     maxprocs)]."""
-    if not isinstance(maxprocs, int):
-        raise TypeError('Spawn: maxprocs must be an int, got {!r}'.format(
-            maxprocs))
     return [(_fspath(command, 'Spawn'), _argv(args), maxprocs)]
 
 

@@ -187,3 +187,36 @@ def test_a_child_left_waiting_for_its_parents_is_a_deadlock(tmp_path):
     with pytest.raises(DeadlockError) as info:
         simulator.run(body, 1, timeout=60)
     assert 'recv(peer=0, tag=9' in str(info.value)
+
+
+@pytest.mark.simulator_only("virtual time is the simulator's model")
+def test_spawned_ranks_keep_virtual_time_from_their_spawn(tmp_path):
+    from simulator.engine.clock import VirtualTime
+    from simulator.engine.netmodel import Link, Machine
+    latency, bandwidth = 1e-3, 1e6      # 9 ms for 8000 bytes
+    hop = latency + 8000 / bandwidth
+    script = _child(tmp_path, textwrap.dedent('''\
+        import numpy as np
+        from simulator import mpi as MPI
+        parent = MPI.Comm.Get_parent()
+        data = np.empty(1000)
+        parent.Recv(data, source=0)
+        parent.Send(data, dest=0)
+        parent.Disconnect()
+        '''), 'echo.py')
+
+    def body(comm):
+        import numpy as np
+        inter = comm.Spawn(sys.executable, [script], 1)
+        data = np.arange(1000.0)
+        inter.Send(data, dest=0)
+        inter.Recv(data, source=0)
+        inter.Disconnect()
+        return data.sum()
+    clock = VirtualTime(Machine('slow', Link('intra', latency, bandwidth)),
+                        compute_scale=1e-9)
+    assert simulator.run(body, 1, clock=clock, timeout=60) == [499500.0]
+    assert len(clock.clocks) == 2       # the parent's and the child's
+    parent, child = (c.now for c in clock.clocks)
+    assert parent >= 2 * hop and child >= hop
+    assert parent == pytest.approx(child, abs=hop / 2)
