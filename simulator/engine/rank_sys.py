@@ -1,4 +1,5 @@
-"""``sys.stdout``, ``sys.stderr``, ``sys.stdin`` and ``sys.path`` per rank.
+"""``sys.stdout``, ``sys.stderr``, ``sys.stdin``, ``sys.path`` and
+``sys.excepthook`` per rank.
 
 Each process has its own standard streams and its own import path: a
 program that captures its stderr in a ``StringIO`` around a failing call
@@ -20,6 +21,10 @@ imported is found there, whatever this rank's path says; the user's own
 modules are still executed once per rank, see
 :mod:`simulator.engine.modules`), ``sys.meta_path``, ``sys.path_hooks``
 and ``sys.path_importer_cache`` (libraries install their hooks there).
+
+``sys.excepthook`` is a process's too: a library that installs its own
+(an MPI abort hook) and later asks whether it is still installed must
+get its own answer in each rank, not the last installing rank's.
 """
 import sys
 import types
@@ -118,11 +123,27 @@ def _set_path(module, value):
         own['path'] = value
 
 
+def _get_excepthook(module):
+    own = _own()
+    if own is not None and 'excepthook' in own:
+        return own['excepthook']
+    return _sys_dict()['excepthook']
+
+
+def _set_excepthook(module, value):
+    own = _own()
+    if own is None:
+        _sys_dict()['excepthook'] = value
+    else:
+        own['excepthook'] = value
+
+
 class RankSys(types.ModuleType):
     """Base of ``sys``'s class while worlds run: the standard streams (and
-    ``__stdout__``...) and ``path`` answer per rank."""
+    ``__stdout__``...), ``path`` and ``excepthook`` answer per rank."""
 
     path = property(_get_path, _set_path)
+    excepthook = property(_get_excepthook, _set_excepthook)
 
 
 for _name in STREAMS:

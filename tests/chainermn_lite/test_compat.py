@@ -443,5 +443,9 @@ def test_sys_exit_in_one_rank_ends_the_job_with_its_status(tmp_path, world):
     assert done.returncode == 3, done.stderr
     exits = [line for line in _payload(done.stdout) if 'exits at' in line]
     assert len(exits) == 1 and exits[0].startswith('OUT rank=2 ')
-    assert ended - float(exits[0].split()[-1]) < 5, done.stderr
+    # The others neither trained on nor waited out _run's limit: a slack
+    # bound, as a loaded 2-core CI machine takes seconds to tear a job down.
+    assert not [line for line in _payload(done.stdout)
+                if 'trained steps=' in line]
+    assert ended - float(exits[0].split()[-1]) < 60, done.stderr
     assert 'rank 2/4 exited with status 3' in done.stderr

@@ -122,6 +122,27 @@ def test_sys_path_changed_by_one_rank_stays_there_and_imports_by_it(
 
 
 @pytest.mark.mpi(sizes=(1, 3))
+def test_excepthook_set_by_each_rank_is_its_own(mpi_comm):
+    # An MPI abort hook asks "is my hook still sys.excepthook?" before it
+    # acts: each rank must see the one it installed, not the last rank's.
+    rank = mpi_comm.rank
+    saved = sys.excepthook
+
+    def hook(*args):
+        return rank
+    try:
+        sys.excepthook = hook
+        mpi_comm.Barrier()      # every rank has installed its own
+        mine = sys.excepthook is hook
+        answer = sys.excepthook()
+        mpi_comm.Barrier()
+    finally:
+        sys.excepthook = saved
+    assert mine and answer == rank
+    assert sys.excepthook is saved
+
+
+@pytest.mark.mpi(sizes=(1, 3))
 def test_environ_writes_stay_in_the_rank_and_reach_its_children(mpi_comm):
     os.environ[_ENV] = str(mpi_comm.rank)
     try:
