@@ -110,7 +110,12 @@ def _guard(memory, copy=None):
     (``copy``: a copy already taken); None for an empty one."""
     if memory is None or not memory.size:
         return None
-    return memory, memory.copy() if copy is None else copy
+    if copy is None or memory.dtype.fields is not None:
+        # Raw bytes: NumPy copies a structured array field by field and
+        # leaves its padding undefined (MAXLOC's aligned pairs), which
+        # the check would take for a write.
+        copy = memory.view(np.uint8).copy().view(memory.dtype)
+    return memory, copy
 
 
 # Non-blocking collectives built by _run from their blocking algorithm.

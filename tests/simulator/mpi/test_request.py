@@ -181,3 +181,4 @@ def test_send_buffer_written_after_completion_or_in_place_is_not(call):
             pass
         assert both.tolist() == [0.0, 2.0, 4.0, 6.0]
     simulator.run(body, 2)
+
