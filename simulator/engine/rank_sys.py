@@ -94,13 +94,7 @@ def _original_property(name):
         return own.get(name, _shared.get(_ORIGINAL[name],
                                          _sys_dict()[name]))
 
-    def set(module, value):
-        own = _own()
-        if own is None:
-            _sys_dict()[name] = value
-        else:
-            own[name] = value
-    return property(get, set)
+    return property(get, _setter(name))
 
 
 def _get_path(module):
@@ -115,12 +109,16 @@ def _get_path(module):
     return path
 
 
-def _set_path(module, value):
-    own = _own()
-    if own is None:
-        _sys_dict()['path'] = value
-    else:
-        own['path'] = value
+def _setter(name):
+    """Assigning ``sys.<name>``: the calling rank's own value (the
+    process's outside a rank)."""
+    def set(module, value):
+        own = _own()
+        if own is None:
+            _sys_dict()[name] = value
+        else:
+            own[name] = value
+    return set
 
 
 def _get_excepthook(module):
@@ -130,20 +128,12 @@ def _get_excepthook(module):
     return _sys_dict()['excepthook']
 
 
-def _set_excepthook(module, value):
-    own = _own()
-    if own is None:
-        _sys_dict()['excepthook'] = value
-    else:
-        own['excepthook'] = value
-
-
 class RankSys(types.ModuleType):
     """Base of ``sys``'s class while worlds run: the standard streams (and
     ``__stdout__``...), ``path`` and ``excepthook`` answer per rank."""
 
-    path = property(_get_path, _set_path)
-    excepthook = property(_get_excepthook, _set_excepthook)
+    path = property(_get_path, _setter('path'))
+    excepthook = property(_get_excepthook, _setter('excepthook'))
 
 
 for _name in STREAMS:
