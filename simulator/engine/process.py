@@ -69,7 +69,8 @@ from simulator.engine.patches import PatchSet, wrap
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
            'rank_seed', 'real_sys_dict', 'PrivateSys',
-           'launcher_environ', 'spawned_environ', 'run_exit_handlers']
+           'launcher_environ', 'local_rank_order', 'spawned_environ',
+           'run_exit_handlers']
 
 # Installed by privatized(); _install is defined below.
 _patches = PatchSet(lambda: _install())
@@ -143,16 +144,20 @@ _base = {'argv': [], 'environ': {}, 'launch': {}}
 OPEN_MPI_VERSION = (5, 0, 11)
 
 
-def launcher_environ(node_of, rank, universe):
+def launcher_environ(node_of, rank, universe, cores=None):
     """The variables Open MPI 5's ``mpiexec`` sets for world rank
     ``rank`` when ranks are placed on nodes as ``node_of`` says (rank ->
-    node, block-wise; a node's ranks numbered in world-rank order) and
-    it offers
-    ``universe`` slots."""
+    node, block-wise), each node having ``cores`` cores (default: the
+    ``universe`` slots spread over the nodes), and it offers ``universe``
+    slots."""
     node = node_of[rank]
     size, local = str(len(node_of)), str(node_of.count(node))
+    if cores is None:
+        cores = max(1, universe // len(set(node_of)))
     # a node's ranks are consecutive (block placement)
-    local_rank = str(rank - node_of.index(node))
+    first = node_of.index(node)
+    local_rank = str(local_rank_order(node_of.count(node), cores).index(
+        rank - first))
     return {'OMPI_COMM_WORLD_RANK': str(rank),
             'PMIX_RANK': str(rank),
             'OMPI_MCA_num_procs': size,
@@ -163,6 +168,24 @@ def launcher_environ(node_of, rank, universe):
             'OMPI_UNIVERSE_SIZE': str(universe),
             'OMPI_WORLD_SIZE': size,
             'OMPI_WORLD_LOCAL_SIZE': local}
+
+
+def local_rank_order(count, cores):
+    """The node's ``count`` ranks (0 = its first world rank) in the order
+    Open MPI 5's mpiexec numbers their local ranks: it maps them by core,
+    in blocks as even as possible over the node's ``cores`` (the first
+    blocks one larger), and numbers them one from each block in turn.
+    With no more ranks than cores that is world order; with more it is
+    not (measured on 2 cores: 3 ranks are numbered 0 2 1, 4 ranks 0 2 1
+    3, 5 ranks 0 2 4 1 3: rank 1 is local rank 2)."""
+    blocks = max(1, min(cores, count))
+    base, extra = divmod(count, blocks)
+    starts, start = [], 0
+    for block in range(blocks):
+        starts.append((start, base + (block < extra)))
+        start += base + (block < extra)
+    return [begin + i for i in range(base + (extra > 0))
+            for begin, length in starts if i < length]
 
 
 def _launch_environ(orig_argv):

@@ -125,7 +125,7 @@ def test_mpi4py_util_pkl5_script_matches_mpiexec(size):
     _assert_same_under_mpiexec(found, size, script)
 
 
-@pytest.mark.parametrize('size,relative', [(1, False), (2, False),
+@pytest.mark.parametrize('size,relative', [(1, False), (2, False), (3, False),
                                            (2, True)])
 def test_what_a_rank_sees_of_its_process_matches_mpiexec(size, relative):
     # stdout a terminal (Open MPI's pseudo-terminal), stderr not; the
