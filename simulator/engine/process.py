@@ -61,7 +61,7 @@ import types
 
 import numpy as np
 
-from simulator.engine import rank_sys, rank_warnings
+from simulator.engine import rank_logging, rank_sys, rank_warnings
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import caller_is_user, find_spec_without
 from simulator.engine.patches import PatchSet, wrap
@@ -410,25 +410,34 @@ def register_private_mapping(module, attribute, copied=False):
 _private_classes = {}
 
 
-def _rank_dict(obj):
+def _rank_dict(obj, containers=False):
     state = process_state()
     if state is None:
         return None
     key = id(obj)
     found = state.objects.get(key)
     if found is None:
-        found = state.objects[key] = dict(object.__getattribute__(
-            obj, '__dict__'))
+        found = dict(object.__getattribute__(obj, '__dict__'))
+        if containers:
+            # The rank's own lists and dicts (a logger's handlers): a
+            # rank that appends must not append to the process's.
+            for name, value in found.items():
+                if type(value) in (list, dict, set):
+                    found[name] = type(value)(value)
+        state.objects[key] = found
     return found
 
 
-def _private_class(cls):
-    """A subclass of ``cls`` whose instance attributes live per rank."""
-    if cls in _private_classes:
-        return _private_classes[cls]
+def _private_class(cls, containers=False, shared=()):
+    """A subclass of ``cls`` whose instance attributes live per rank
+    (``containers``: its list, dict and set attributes copied for each
+    rank, not shared), but for the names in ``shared``."""
+    key = (cls, containers, frozenset(shared))
+    if key in _private_classes:
+        return _private_classes[key]
 
     def __getattribute__(self, name):
-        own = _rank_dict(self)
+        own = None if name in shared else _rank_dict(self, containers)
         if own is None:
             return object.__getattribute__(self, name)
         if name == '__dict__':
@@ -441,14 +450,14 @@ def _private_class(cls):
         return getattr(cls, name)       # deleted in this rank
 
     def __setattr__(self, name, value):
-        own = _rank_dict(self)
+        own = None if name in shared else _rank_dict(self, containers)
         if own is None:
             object.__setattr__(self, name, value)
         else:
             own[name] = value
 
     def __delattr__(self, name):
-        own = _rank_dict(self)
+        own = None if name in shared else _rank_dict(self, containers)
         if own is None:
             object.__delattr__(self, name)
         elif name in own:
@@ -460,7 +469,7 @@ def _private_class(cls):
         '__getattribute__': __getattribute__, '__setattr__': __setattr__,
         '__delattr__': __delattr__, '__module__': cls.__module__,
         '__qualname__': cls.__qualname__})
-    _private_classes[cls] = private
+    _private_classes[key] = private
     return private
 
 
@@ -660,6 +669,7 @@ def _install():
         random, random._inst, lambda s: s.python_random))
 
     undo.append(rank_warnings.install(process_state))
+    undo.append(rank_logging.install(_private_class))
 
     hook = _RegisteredImportHook()
     sys.meta_path.insert(0, hook)
