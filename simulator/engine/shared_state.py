@@ -1,7 +1,8 @@
 """Process-wide changes a rank makes that cannot be made private.
 
-The working directory, signal handlers and the recursion limit belong to
-the one real process (the standard streams do not: see
+The working directory, signal handlers, the recursion limit, the garbage
+collector's settings and the C environment (``os.putenv``; ``os.environ``
+is per rank) belong to the one real process (the standard streams do not: see
 :mod:`simulator.engine.rank_sys`): when a rank changes one of them,
 every other rank sees the change, where separate processes would not.
 While a world runs (:func:`reported`), such a call from a rank still
@@ -11,6 +12,7 @@ is one too: the user's own ``os.getpid()`` in a rank is reported (every
 rank gets the same id; a made-up one would break the libraries that look
 the process up by it).
 """
+import gc
 import os
 import signal
 import warnings
@@ -63,6 +65,24 @@ def _patch(owner, name, describe):
     return wrap(owner, name, _reporting(describe))
 
 
+def _user_patch(owner, name, describe):
+    """Report only the user's own calls: libraries make these for a moment
+    and undo them (``timeit`` disables the collector while it times)."""
+    def make(original):
+        def call(*args, **kwargs):
+            if current() is not None and caller_is_user():
+                warn_shared(describe(*args, **kwargs))
+            return original(*args, **kwargs)
+        return call
+    return wrap(owner, name, make)
+
+
+def _arguments(name):
+    def describe(*args):
+        return '{}({})'.format(name, ', '.join(map(repr, args)))
+    return describe
+
+
 def _signal_in_rank(original):
     def signal_in_rank(signum, handler):
         if current() is None:
@@ -99,6 +119,10 @@ def _install():
             'sys.setrecursionlimit({})'.format(limit))),
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
             'sys.setswitchinterval({})'.format(interval))),
+    ] + [_user_patch(gc, name, _arguments('gc.' + name))
+         for name in ('disable', 'enable', 'set_threshold', 'freeze')] + [
+        _user_patch(os, 'putenv', _arguments('os.putenv')),
+        _user_patch(os, 'unsetenv', _arguments('os.unsetenv')),
     ]
 
 

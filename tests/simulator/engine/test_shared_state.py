@@ -32,6 +32,30 @@ def test_chdir_and_recursion_limit_are_reported_with_rank_and_line(
     assert all('all ranks see this change' in m for m in messages)
 
 
+def test_the_users_collector_and_c_environment_changes_are_reported(
+        warnings_of):
+    import gc
+    import timeit
+    threshold = gc.get_threshold()
+
+    def body(comm):
+        timeit.timeit('pass', number=1)     # the library's own: not said
+        if comm.rank == 1:
+            gc.disable()
+            gc.enable()
+            gc.set_threshold(*threshold)
+            os.putenv('SIMULATOR_TEST_PUTENV', '1')
+            os.unsetenv('SIMULATOR_TEST_PUTENV')
+    messages = warnings_of(body, SharedStateWarning)
+    assert [m.split(' at ')[0] for m in messages] == [
+        'rank 1 called gc.disable()', 'rank 1 called gc.enable()',
+        'rank 1 called gc.set_threshold({})'.format(
+            ', '.join(map(str, threshold))),
+        "rank 1 called os.putenv('SIMULATOR_TEST_PUTENV', '1')",
+        "rank 1 called os.unsetenv('SIMULATOR_TEST_PUTENV')"]
+    assert all(' at {}:'.format(__file__) in m for m in messages)
+
+
 def test_replacing_a_standard_stream_in_a_rank_is_not_reported(warnings_of):
     # Each rank has its own (test_process.py): nothing is shared to report.
     def body(comm):
