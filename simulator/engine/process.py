@@ -69,7 +69,8 @@ from simulator.engine.patches import PatchSet, wrap
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
            'rank_seed', 'real_sys_dict', 'PrivateSys',
-           'launcher_environ', 'local_rank_order', 'spawned_environ',
+           'launch_environ', 'launcher_environ', 'local_rank_order',
+           'spawned_environ',
            'run_exit_handlers']
 
 # Installed by privatized(); _install is defined below.
@@ -114,14 +115,7 @@ class ProcessState:
     def environ(self):
         if self._environ is None:
             self._environ = dict(_base['environ'])
-            world = self.context.world
-            self._environ.update(_base['launch'])
-            job, job_rank = self.context.job, self.context.job_rank
-            if job.launch is not None:
-                self._environ.update(job.launch[job_rank])
-            self._environ.update(launcher_environ(
-                job.node_of, job_rank, world.universe_size))
-            self._environ['PMIX_HOSTNAME'] = self.context.processor_name
+            self._environ.update(launch_environ(self.context))
         return self._environ
 
     @property
@@ -142,6 +136,20 @@ _base = {'argv': [], 'environ': {}, 'launch': {}}
 # The Open MPI whose semantics the simulator reproduces (simulator.mpi's
 # get_vendor, the launcher's OMPI_VERSION).
 OPEN_MPI_VERSION = (5, 0, 11)
+
+
+def launch_environ(context):
+    """The variables ``mpiexec`` gives the rank of ``context`` on top of
+    its own environment (its launch, its ranks, its host), whatever the
+    program has done to ``os.environ`` since."""
+    env = dict(_base['launch'])
+    job, job_rank = context.job, context.job_rank
+    if job.launch is not None:
+        env.update(job.launch[job_rank])
+    env.update(launcher_environ(job.node_of, job_rank,
+                                context.world.universe_size))
+    env['PMIX_HOSTNAME'] = context.processor_name
+    return env
 
 
 def launcher_environ(node_of, rank, universe, cores=None):

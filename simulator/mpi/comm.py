@@ -326,12 +326,16 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
             raise MPIException(ERR_COMM, 'Split_type {!r} is not '
                                'simulated (only COMM_TYPE_SHARED)'.format(
                                    split_type))
-        return self._split('Split_type', color, key)
+        new = self._split('Split_type', color, key)
+        if new:
+            new._s.props['dup_hints'] = True    # as Open MPI reports it
+        return new
 
     def Dup(self, info=None):
         """A new communicator with the same group and a new context."""
         s = self._s
         state = self._dup_state(s, 'Dup', capture(2))
+        state.props['dup_hints'] = True     # see Get_info
         if topology_of(s) is not None:
             state.props['topology'] = topology_of(s)
         # Dup keeps the handle's type, as mpi4py's (a pkl5.Intracomm's Dup
@@ -405,7 +409,9 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
 
     def Idup(self, info=None):
         """Dup, returned with a completed request: (comm, request)."""
-        return self.Dup(info), Request()
+        new = self.Dup(info)
+        new._s.props.pop('dup_hints', None)     # Open MPI's Idup has none
+        return new, Request()
 
     def Dup_with_info(self, info):
         """Dup with ``info``'s hints (kept, not acted upon)."""

@@ -8,15 +8,19 @@ simulator always raise ``MPI.Exception`` (mpi4py's default handler,
 ERRORS_RETURN, on every communicator); ``Call_errhandler`` runs the
 handler that is set, and a fatal one aborts the world as MPI would.
 """
+import collections
 import itertools
+import platform
 
 from simulator.engine.actors import current, current_actor
+from simulator.engine.process import launch_environ
 from simulator.errors import AbortError
 from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
                                      ERR_INFO_KEY, ERR_INFO_NOKEY,
                                      ERR_INFO_VALUE, SUCCESS)
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.ranklocal import rank_local
 from simulator.mpi.handles import (HandleMixin, handle_argument_error,
                                    register_fixed)
 
@@ -418,8 +422,46 @@ def _info_of(items, cls=None):
     return cls() if items is None else cls.Create(items)
 
 
+class _EnvironmentHints(collections.UserDict):
+    """INFO_ENV's hints, the calling rank's: what Open MPI 5's mpiexec
+    gives each process (see :func:`_environment_hints`)."""
+
+    @property
+    def data(self):
+        return rank_local('mpi.info_env', _environment_hints)
+
+    @data.setter
+    def data(self, value):
+        pass        # UserDict.__init__'s: the rank's are made at first use
+
+
+def _environment_hints():
+    """INFO_ENV of the calling rank, keys in Open MPI's order: the launch
+    (command, argv, wdir), the job's size (maxprocs, soft, ompi_np), the
+    host and its architecture, and Open MPI's own; outside a rank only
+    the thread level."""
+    ctx = current()
+    if ctx is None:
+        return {'thread_level': 'MPI_THREAD_MULTIPLE'}
+    env = launch_environ(ctx)
+    size = env['OMPI_COMM_WORLD_SIZE']
+    # PMIx's namespace is prterun-HOST-PID@JOB: Open MPI keeps the
+    # process's files under /tmp/ompi.PID/JOB/RANK.
+    head, _, job = env['PMIX_NAMESPACE'].rpartition('@')
+    return {'command': env['OMPI_COMMAND'], 'argv': env['OMPI_ARGV'],
+            'maxprocs': size, 'soft': size, 'host': ctx.processor_name,
+            'arch': platform.machine(),
+            'wdir': env['OMPI_MCA_initial_wdir'],
+            'thread_level': 'MPI_THREAD_MULTIPLE',
+            'ompi_num_apps': env['OMPI_NUM_APP_CTX'],
+            'ompi_first_rank': '0', 'ompi_np': size,
+            'ompi_positioned_file_dir': '/tmp/ompi.{}/{}/{}'.format(
+                head.rpartition('-')[2], job, env['OMPI_COMM_WORLD_RANK'])}
+
+
 INFO_NULL = Info()
-INFO_ENV = Info.Create({'thread_level': 'MPI_THREAD_MULTIPLE'})
+INFO_ENV = Info()
+INFO_ENV._d = _EnvironmentHints()
 register_fixed(INFO_ENV._d, 1, 'Info')
 
 
@@ -494,11 +536,36 @@ class CommProps(Attributes):
         s.props['info'] = dict(info._d or {})
 
     def Get_info(self):
-        """A new Info with the hints in use."""
+        """A new Info with the hints in use, as Open MPI 5 answers: the
+        MPI 4 assertions it knows (given ones kept, the others 'false'),
+        and on a communicator made by Dup, Dup_with_info or Split_type
+        its own two first; other hints are dropped."""
         s = self._checked()
-        return Info.Create(s.props.get('info', {}))
+        given = s.props.get('info', {})
+        names = _DUP_HINTS if s.props.get('dup_hints') else ()
+        return Info.Create([(key, _boolean(given.get(key, default)))
+                            for key, default in names + _COMM_HINTS])
 
     info = property(Get_info, Set_info)
+
+
+# Get_info's hints, with their defaults, in Open MPI 5.0's order.
+_COMM_HINTS = (('mpi_assert_no_any_source', 'false'),
+               ('mpi_assert_allow_overtaking', 'false'))
+_DUP_HINTS = (('ompi_assert_lazy_barrier', 'false'),
+              ('ompi_assert_active_poll', 'true'))
+
+
+def _boolean(text):
+    """A hint's value as Open MPI 5.0 reads a boolean: 'true' for true,
+    yes (any case, spaces around) or a non-zero integer; 'false' for
+    anything else (measured: 'on' and 'enabled' are false)."""
+    text = text.strip().lower()
+    try:
+        true = int(text) != 0
+    except ValueError:
+        true = text in ('true', 'yes')
+    return 'true' if true else 'false'
 
 
 def _predefined_attr(state, keyval):

@@ -229,3 +229,55 @@ def test_constants_have_mpi4py_values(mpi_comm, MPI):
     assert MPI.UNDEFINED == -32766
     assert isinstance(MPI.Exception, type)
     assert issubclass(MPI.Exception, RuntimeError)
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_info_hints_are_the_ones_open_mpi_reports(mpi_comm, MPI):
+    # Open MPI 5.0 answers Get_info with the MPI 4 assertions it knows,
+    # its own two first on a Dup, Dup_with_info or Split_type; it drops
+    # other hints and reads the values as booleans.
+    base = [('mpi_assert_no_any_source', 'false'),
+            ('mpi_assert_allow_overtaking', 'false')]
+    dup = [('ompi_assert_lazy_barrier', 'false'),
+           ('ompi_assert_active_poll', 'true')]
+    hints = MPI.Info.Create()
+    hints.Set('mpi_assert_no_any_source', 'Yes')
+    hints.Set('mpi_assert_allow_overtaking', 'on')
+    hints.Set('simulator_test_unknown', 'kept?')
+    idup, request = mpi_comm.Idup()
+    request.Wait()
+    made = [mpi_comm.Dup(), mpi_comm.Split(0, 0),
+            mpi_comm.Split_type(MPI.COMM_TYPE_SHARED), idup,
+            mpi_comm.Dup_with_info(hints)]
+    try:
+        got = [list(c.Get_info().items()) for c in made]
+    finally:
+        hints.Free()
+        for comm in made:
+            comm.Free()
+    assert got == [dup + base, base, dup + base, base,
+                   dup + [('mpi_assert_no_any_source', 'true'),
+                          ('mpi_assert_allow_overtaking', 'false')]]
+    assert list(MPI.COMM_SELF.Get_info().items()) == base
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_info_env_describes_the_process_launch(mpi_comm, MPI):
+    import os
+    import platform
+    env, world = MPI.INFO_ENV, MPI.COMM_WORLD
+    size = str(world.Get_size())
+    assert list(env.keys()) == [
+        'command', 'argv', 'maxprocs', 'soft', 'host', 'arch', 'wdir',
+        'thread_level', 'ompi_num_apps', 'ompi_first_rank', 'ompi_np',
+        'ompi_positioned_file_dir']
+    assert (env.Get('command'), env.Get('argv'), env.Get('wdir')) == (
+        os.environ['OMPI_COMMAND'], os.environ['OMPI_ARGV'],
+        os.environ['OMPI_MCA_initial_wdir'])
+    assert env.Get('maxprocs') == env.Get('soft') == env.Get('ompi_np') == \
+        size
+    assert env.Get('host') == MPI.Get_processor_name()
+    assert env.Get('arch') == platform.machine()
+    assert env.Get('thread_level') == 'MPI_THREAD_MULTIPLE'
+    assert env.Get('ompi_positioned_file_dir').endswith(
+        '/{}'.format(world.Get_rank()))
