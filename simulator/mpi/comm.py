@@ -9,6 +9,7 @@ rank). Object methods (lowercase) pickle like mpi4py; buffer methods
 import operator
 
 from simulator.engine import collectives as coll
+from simulator.engine.activity import Condition
 from simulator.engine.actors import current, current_actor
 from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
@@ -120,6 +121,13 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
             raise MPIException(ERR_COMM, 'operation on COMM_NULL')
         if state.freed:
             raise MPIException(ERR_COMM, '{} was freed'.format(state.name))
+        if 'pending_idup' in state.props:
+            raise MPIException(ERR_COMM, (
+                'rank {} used the communicator of Idup at {} before the '
+                "Idup's request completed: wait for it first (MPI leaves "
+                'the handle undefined until then)').format(
+                    state.world_rank,
+                    state.props['pending_idup'].where))
         if state.world.finalized and \
                 state.world_rank in state.world.finalized:
             raise after_finalize(state.world, state.world_rank,
@@ -408,10 +416,18 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
                                  stringtag, info, errhandler)
 
     def Idup(self, info=None):
-        """Dup, returned with a completed request: (comm, request)."""
+        """Dup, returned with its request: (comm, request). The new
+        communicator may be used once the request is complete: before,
+        any use of it is an error naming the Idup's line (MPI leaves the
+        handle undefined until then; Open MPI may crash)."""
         new = self.Dup(info)
-        new._s.props.pop('dup_hints', None)     # Open MPI's Idup has none
-        return new, Request()
+        state = new._local
+        state.props.pop('dup_hints', None)      # Open MPI's Idup has none
+        record = CallRecord('Idup', state.world_rank, None, None, self._s.name,
+                            raw=capture(2))
+        state.props['pending_idup'] = record
+        return new, _IdupRequest(Condition(state.world, state.world_rank,
+                                           record, lambda: True), state)
 
     def Dup_with_info(self, info):
         """Dup with ``info``'s hints (kept, not acted upon)."""
@@ -638,3 +654,15 @@ class _RankLocalComm(Intracomm):
 
 COMM_WORLD = _RankLocalComm('COMM_WORLD')
 COMM_SELF = _RankLocalComm('COMM_SELF')
+
+
+class _IdupRequest(Request):
+    """Idup's request: completing it makes the new communicator usable."""
+
+    def __init__(self, condition, state):
+        super().__init__(condition)
+        self._idup_state = state
+
+    def _finish(self, status):
+        self._idup_state.props.pop('pending_idup', None)
+        return None
