@@ -176,8 +176,10 @@ def Get_version():
 
 
 def Get_library_version():
-    """A description of this library."""
-    return 'simulator.mpi (threads in one process)'
+    """Open MPI's own description of itself, as ``mpiexec``'s processes
+    get it (see :mod:`simulator.mpi.library`)."""
+    from simulator.mpi.library import library_version
+    return library_version()
 
 
 def get_vendor():

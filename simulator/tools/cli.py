@@ -117,9 +117,14 @@ def _parser():
                        help='most schedules --explore all runs')
     order.add_argument('--ignore', action='append', default=[],
                        metavar='REGEX', help='output --explore ignores')
-    parser.add_argument('-m', dest='module', action='store_true',
-                        help='run a module (like python -m)')
-    parser.add_argument('target', help='script path or module name')
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument('-m', dest='module', action='store_true',
+                      help='run a module (like python -m)')
+    kind.add_argument('-c', dest='command', action='store_true',
+                      help='run the program given as a string (like '
+                      'python -c)')
+    parser.add_argument('target', help='script path, module name, or with '
+                        '-c the program')
     parser.add_argument('args', nargs=argparse.REMAINDER)
     return parser
 

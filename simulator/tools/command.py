@@ -54,15 +54,23 @@ def run_command(options, parser, argv, sizes):
             parser.error(str(error))
     if options.bound is None:
         options.bound = DEFAULT_BOUND
-    code, base = load_code(options.target, options.module)
+    if options.command:
+        code = compile(options.target, '<string>', 'exec')
+        base = {'__spec__': None, '__package__': None, '__loader__': None}
+    else:
+        code, base = load_code(options.target, options.module)
     install_mpi4py()
     # As python would: the script's path as given (a module's file with
-    # -m), and the command line the program would have had on its own.
-    sys.argv = [base['__file__'] if options.module else options.target] + \
-        options.args
+    # -m, '-c' with -c), and the command line the program would have had
+    # on its own.
+    sys.argv = ['-c' if options.command else base['__file__']
+                if options.module else options.target] + options.args
     sys.orig_argv = _interpreter_words(sys.orig_argv) + (
-        ['-m'] if options.module else []) + [options.target] + options.args
-    if not options.module:
+        ['-m'] if options.module else ['-c'] if options.command else []) + \
+        [options.target] + options.args
+    if options.command:
+        sys.path.insert(0, '')
+    elif not options.module:
         sys.path.insert(0, os.path.dirname(base['__file__']))
     if options.explore is not None:
         return _explore(options, argv, code, base, sizes[0])

@@ -147,6 +147,12 @@ def test_errors_as_mpi4py_raises_them(mpi_comm, MPI):
     assert MPI.FLOAT16_T.Get_size() == 2
     assert MPI.SHORT_INT.Get_size() == 6
     assert MPI.get_vendor()[0] == 'Open MPI'
+    # The library's own words, as mpiexec's processes read them from the
+    # installed Open MPI (its NUL included, as mpi4py returns it).
+    version = MPI.Get_library_version()
+    assert version.startswith('Open MPI v{}.{}.{}, package: '.format(
+        *MPI.get_vendor()[1]))
+    assert version.endswith('\x00')
 
 
 def test_unsimulated_parts_say_so():

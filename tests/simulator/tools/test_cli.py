@@ -58,6 +58,30 @@ def test_script_runs_as_main_with_argv_and_fresh_namespace(tmp_path):
         "[{0}] OUT {0} 3 ['a1'] 1 3".format(r) for r in range(3)]
 
 
+def test_dash_c_runs_the_program_given_as_python_c_would(tmp_path):
+    # mpiexec -n 2 python -c CODE a1 prints the same (checked by hand; no
+    # mpiexec here: these are the CLI's own rules): argv ['-c', ...],
+    # sys.path[0] '', the launch variables naming -c.
+    code = ('import os, sys\n'
+            'from mpi4py import MPI\n'
+            'c = MPI.COMM_WORLD\n'
+            'print("OUT", c.rank, sys.argv, repr(sys.path[0]), __name__, '
+            'os.environ["OMPI_ARGV"].split()[0], c.allreduce(1))\n')
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    result = subprocess.run(
+        [sys.executable, '-m', 'simulator', '-n', '2', '-c', code, 'a1'],
+        cwd=str(tmp_path), env=env, capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        "[{0}] OUT {0} ['-c', 'a1'] '' __main__ -c 2".format(r)
+        for r in range(2)]
+    both = subprocess.run(
+        [sys.executable, '-m', 'simulator', '-m', '-c', 'pass'], env=env,
+        capture_output=True, text=True, timeout=120)
+    assert both.returncode == 2 and 'not allowed with' in both.stderr
+
+
 @pytest.mark.parametrize('body,code,text', [
     ('import sys\nsys.exit(0)\n', 0, ''),
     ('import sys\nfrom mpi4py import MPI\n'
