@@ -16,6 +16,7 @@ from simulator.engine.actors import current
 from simulator.engine.clock import ESTIMATES, VirtualTime
 from simulator.engine.modules import register_private_module
 from simulator.engine.program import execute
+from simulator.errors import AbortError, SimulatorError
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
                                      parse_schedule)
@@ -102,6 +103,43 @@ def run_command(options, parser, argv, sizes):
     return 0
 
 
+
+
+_SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))) + os.sep
+
+
+def _call_excepthook(error):
+    """As the interpreter does with a program's uncaught exception: the
+    rank's own ``sys.excepthook`` (per rank, see
+    :mod:`simulator.engine.rank_sys`), if the program set one, reports
+    it. A hook that aborts the job (an MPI abort hook) ends it with its
+    ``AbortError``; a hook that fails is reported as Python reports it."""
+    hook = sys.excepthook
+    if hook is sys.__excepthook__ or isinstance(error, SimulatorError):
+        # The simulator's own reports (a deadlock, a rank that failed
+        # while this one waited) are not the program's exceptions: under
+        # mpiexec the process would hang or be killed.
+        return
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(
+            _SIMULATOR_DIR):
+        tb = tb.tb_next     # the launcher's frames: python has none
+    error.__traceback__ = tb
+    try:
+        hook(type(error), error, tb)
+    except AbortError as abort:
+        abort.simulator_reported_by_hook = True
+        raise abort from None
+    except BaseException as failure:  # noqa: B902 -- printed as Python does
+        sys.stderr.write('Error in sys.excepthook:\n')
+        traceback.print_exception(type(failure), failure,
+                                  failure.__traceback__.tb_next,
+                                  file=sys.stderr, chain=False)
+        sys.stderr.write('\nOriginal exception was:\n')
+        traceback.print_exception(type(error), error, tb, file=sys.stderr,
+                                  chain=False)
+    error.simulator_reported_by_hook = True
 
 
 def _interpreter_words(orig_argv):
@@ -200,6 +238,9 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
     def rank_main(comm):
         try:
             execute((code, base))
+        except (Exception, KeyboardInterrupt) as error:
+            _call_excepthook(error)
+            raise
         finally:
             # Not comm.Get_rank(): the program may have finalized MPI.
             rank = current().rank
@@ -231,7 +272,16 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
     except BaseException as error:  # noqa: B902 -- reported, then exit 1
         sys.stdout, sys.stderr = real_out, real_err
         report[0].flush()
-        traceback.print_exception(error, file=report[1])
+        if getattr(error, 'simulator_reported_by_hook', False):
+            # The rank's own sys.excepthook reported it, as the
+            # interpreter would have it do: only say where it was (and,
+            # when the hook aborted the job, that it did).
+            said = list(getattr(error, '__notes__', ()))
+            if isinstance(error, AbortError):
+                said.insert(0, 'simulator: {}'.format(error))
+            report[1].write('; '.join(said) + '\n')
+        else:
+            traceback.print_exception(error, file=report[1])
         if isinstance(error, KeyboardInterrupt):
             # Python then dies of SIGINT, which mpiexec reports as 130.
             return 128 + signal.SIGINT, clock

@@ -228,3 +228,27 @@ def test_deadlocking_script_is_reported_not_hung():
     output = simulated.stdout + simulated.stderr
     assert 'DeadlockError' in output
     assert 'head_to_head_recv.py:6' in output
+
+
+@pytest.mark.parametrize('how', ['hook', 'broken', 'chainermn'])
+def test_a_programs_own_excepthook_reports_its_exception_as_under_mpiexec(
+        how):
+    # The interpreter hands a program's uncaught exception to its
+    # sys.excepthook: a rank's own hook reports it (a failing hook as
+    # Python reports one), chainermn_lite's aborts the job, and the
+    # launcher then prints no traceback of its own.
+    script = _script('custom_excepthook.py')
+    simulated = _simulate(2, script, how)
+    real = _mpiexec(2, script, how)
+    assert simulated.returncode == real.returncode == 1, simulated.stderr
+    assert [p for _, p in _payloads(simulated.stdout)] == \
+        [p for _, p in _payloads(real.stdout)]
+    said = {'hook': [], 'broken': ['Error in sys.excepthook:',
+                                   'RuntimeError: the hook failed',
+                                   'Original exception was:'],
+            'chainermn': ['[chainermn_lite] uncaught exception in rank 1/2']}
+    for text in said[how]:
+        assert text in simulated.stderr and text in real.stderr, text
+    # One report of the exception: the hook's (or none of its own).
+    assert simulated.stderr.count('ValueError: deliberate in rank 1') == \
+        real.stderr.count('ValueError: deliberate in rank 1')
