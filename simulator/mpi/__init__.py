@@ -75,10 +75,9 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'IO', 'WTIME_IS_GLOBAL', 'UNIVERSE_SIZE', 'APPNUM',
             'LASTUSEDCODE', 'Group', 'GROUP_NULL', 'GROUP_EMPTY',
             'Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'Prequest',
-            'Grequest', 'BUFFER_AUTOMATIC', 'BufferAutomaticType',
-            'Alloc_mem', 'Free_mem', 'Attach_buffer', 'Detach_buffer',
-            'Flush_buffer', 'Iflush_buffer', 'Get_address', 'Aint_add',
-            '_sizeof', '_addressof', '_handleof',
+            'Grequest', 'Alloc_mem', 'Free_mem', 'Attach_buffer',
+            'Detach_buffer', 'Flush_buffer', 'Iflush_buffer', 'Get_address',
+            'Aint_add', '_sizeof', '_addressof', '_handleof',
             'Aint_diff', 'Pickle',
             'pickle', '_comm_lock', '_comm_lock_table', '_commctx_intra',
             '_commctx_inter', 'Compute_dims', 'buffer', '_typecode',
@@ -205,28 +204,20 @@ def Alloc_mem(size, info=None):
 
 
 def Free_mem(mem):
-    """Release memory from Alloc_mem (the garbage collector does)."""
-
-
-class BufferAutomaticType:
-    """Type of ``BUFFER_AUTOMATIC`` (MPI 4.1's automatic buffering)."""
-
-    __module__ = 'simulator.mpi'
-
-    def __repr__(self):
-        return 'BUFFER_AUTOMATIC'
-
-    def __reduce__(self):
-        return 'BUFFER_AUTOMATIC'
-
-
-BUFFER_AUTOMATIC = BufferAutomaticType()
+    """Release memory from Alloc_mem: ``mem`` is empty afterwards, as
+    mpi4py's (the memory itself goes with its last view)."""
+    if not isinstance(mem, buffer):
+        # Open MPI frees whatever address it is given (and crashes)
+        raise _constants.Exception(_constants.ERR_ARG, 'Free_mem: expected '
+                                   'the MPI.buffer of Alloc_mem, got '
+                                   '{!r}'.format(type(mem).__name__))
+    mem.release()
 
 
 def Attach_buffer(buf):
     """Keep ``buf`` for Detach_buffer (simulated buffered sends never run
     out of buffer, so it is never written)."""
-    if isinstance(buf, BufferAutomaticType):
+    if isinstance(buf, _constants.BufferAutomaticType):
         # MPI 4.1's automatic buffering: Open MPI 5.0 rejects it.
         raise _constants.Exception(_constants.ERR_ARG, 'Attach_buffer: '
                                    'BUFFER_AUTOMATIC is MPI 4.1')
@@ -255,9 +246,12 @@ def Iflush_buffer():
 
 
 def Get_address(location):
-    """The address of a buffer's first byte (BOTTOM's is 0)."""
+    """The address of a buffer's first byte (BOTTOM's is 0, IN_PLACE's
+    1, as Open MPI's)."""
     from simulator.mpi.msgspec import raw_bytes
-    if location is None or isinstance(location, _constants.BottomType):
+    if location is None:
         return 0
+    if isinstance(location, _constants._AddressConstant):
+        return int(location)
     data = raw_bytes(location, 'Get_address')
     return data.__array_interface__['data'][0] if data.size else 0

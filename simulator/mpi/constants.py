@@ -4,6 +4,7 @@ import operator as _operator
 from simulator.engine.actors import current
 
 from simulator.engine.p2p import ANY_SOURCE, ANY_TAG, PROC_NULL
+from simulator.mpi.bufexport import export_nothing
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
            'COMM_TYPE_SHARED', 'IDENT', 'CONGRUENT', 'SIMILAR', 'UNEQUAL',
@@ -14,7 +15,8 @@ __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
            'ERR_INFO_NOKEY', 'ERR_INFO_VALUE', 'ERR_INFO', 'ERR_KEYVAL',
            'ERR_ERRHANDLER', 'ERR_LASTCODE', 'ERR_SESSION', 'ERR_WIN',
            'ERR_UNSUPPORTED_OPERATION', 'InPlaceType', 'IN_PLACE',
-           'BottomType', 'BOTTOM', 'Exception', 'THREAD_SINGLE',
+           'BottomType', 'BOTTOM', 'BufferAutomaticType',
+           'BUFFER_AUTOMATIC', 'Exception', 'THREAD_SINGLE',
            'THREAD_FUNNELED', 'THREAD_SERIALIZED', 'THREAD_MULTIPLE']
 
 # Values as Open MPI 5 / mpi4py 4 define them, so printed numbers agree.
@@ -88,22 +90,79 @@ _ERROR_STRINGS = {
 }
 
 
-class InPlaceType(int):
-    """Type of ``IN_PLACE``: the receive buffer is also the send buffer."""
+@export_nothing
+class _AddressConstant:
+    """A buffer address that is a name (mpi4py's BOTTOM, IN_PLACE,
+    BUFFER_AUTOMATIC): one instance per class, equal to its address as an
+    int and hashed as it, exporting zero bytes, pickled by name; no
+    arithmetic (it is no int)."""
+
+    __slots__ = ()
+    _value = 0
+
+    def __new__(cls, *args):
+        # type(BOTTOM)() is BOTTOM, as mpi4py's
+        try:
+            return cls.__dict__['_instance']
+        except KeyError:
+            return object.__new__(cls)
+
+    def __int__(self):
+        return self._value
+
+    def __eq__(self, other):
+        if isinstance(other, (_AddressConstant, int)):
+            return self._value == int(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self):
+        return hash(self._value)
+
+    def __bool__(self):
+        return bool(self._value)
 
     def __repr__(self):
-        return 'IN_PLACE'
+        return self._name
+
+    def __reduce__(self):
+        return self._name
 
 
-class BottomType(int):
-    """Type of ``BOTTOM`` (accepted, never dereferenced here)."""
+class InPlaceType(_AddressConstant):
+    """Type of ``IN_PLACE``: the receive buffer is also the send buffer
+    (Open MPI's MPI_IN_PLACE is address 1)."""
 
-    def __repr__(self):
-        return 'BOTTOM'
+    __slots__ = ()
+    __module__ = 'simulator.mpi'
+    _value, _name = 1, 'IN_PLACE'
 
 
-IN_PLACE = InPlaceType(-1)
-BOTTOM = BottomType(0)
+class BottomType(_AddressConstant):
+    """Type of ``BOTTOM``: address 0, displacements are addresses."""
+
+    __slots__ = ()
+    __module__ = 'simulator.mpi'
+    _value, _name = 0, 'BOTTOM'
+
+    def __index__(self):
+        return self._value
+
+
+class BufferAutomaticType(_AddressConstant):
+    """Type of ``BUFFER_AUTOMATIC`` (MPI 4.1's automatic buffering)."""
+
+    __slots__ = ()
+    __module__ = 'simulator.mpi'
+    _name = 'BUFFER_AUTOMATIC'
+
+
+IN_PLACE = InPlaceType._instance = InPlaceType()
+BOTTOM = BottomType._instance = BottomType()
+BUFFER_AUTOMATIC = BufferAutomaticType._instance = BufferAutomaticType()
 
 _builtin_exception = Exception
 
