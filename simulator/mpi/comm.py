@@ -80,6 +80,16 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         obj._state = state
         return obj
 
+    def __getattr__(self, name):
+        # Only for what normal lookup misses: COMM_WORLD and COMM_SELF
+        # (Intracomm handles, as mpi4py's) hold a label instead of a
+        # state, and are the calling rank's communicator.
+        label = self.__dict__.get('_label')
+        if name != '_state' or label is None:
+            raise AttributeError('{!r} object has no attribute {!r}'
+                                 .format(type(self).__name__, name))
+        return _world_states(_rank_context(label))[label]
+
     def _handle_target(self):
         return self._state
 
@@ -96,13 +106,15 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         state = self._state
         if state is None:
             return 'COMM_NULL' if self is _null_constant() else \
-                (NullComm, ())
+                self._reduce_copy(_null_constant())
         if state.name in ('MPI_COMM_WORLD', 'MPI_COMM_SELF') and (
                 state.ctx[0] == 'world' or
                 state.ctx == ('self', state.world_rank)):
             label = state.name[4:]
-            return label if type(self).__name__ == '_RankLocalComm' else \
-                (_handle_to, (label,))
+            # a copy names the unpickling rank's COMM_WORLD / COMM_SELF
+            return label if _rank_local(self) else \
+                self._reduce_copy(COMM_WORLD if label == 'COMM_WORLD'
+                                  else COMM_SELF)
         raise ValueError('cannot serialize {!r}: communicators belong to '
                          'the process'.format(self))
 
@@ -190,13 +202,15 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    def __hash__(self):
-        return id(self._state)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __bool__(self):
-        return self._state is not None
+        # COMM_WORLD is never COMM_NULL, even outside a rank
+        return _rank_local(self) or self._state is not None
 
     def __repr__(self):
+        if _rank_local(self) and current() is None:
+            return '<simulator.mpi.{} (no rank)>'.format(self._label)
         state = self._state
         if state is None:
             return '<simulator.mpi.Comm COMM_NULL>'
@@ -216,7 +230,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         """``Free`` unless null; a handle to COMM_WORLD or COMM_SELF is
         only cleared, and the constants stay (mpi4py's)."""
         s = self._state
-        if s is None or getattr(type(self), '_rank_local', False):
+        if s is None or _rank_local(self):
             return
         if s.ctx[0] in ('world', 'self'):
             self._state = None
@@ -347,10 +361,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         if topology_of(s) is not None:
             state.props['topology'] = topology_of(s)
         # Dup keeps the handle's type, as mpi4py's (a pkl5.Intracomm's Dup
-        # is one), except the rank-local COMM_WORLD / COMM_SELF class.
-        cls = type(self)
-        new = self._new(state) if getattr(cls, '_rank_local', False) \
-            else cls._made(state)
+        # is one).
+        new = type(self)._made(state)
         self._inherit(new)
         if info is not None and info:
             new.Set_info(info)
@@ -580,11 +592,6 @@ def _null_constant():
     return COMM_NULL
 
 
-def _handle_to(label):
-    """A new handle to this rank's COMM_WORLD / COMM_SELF (unpickling)."""
-    return Intracomm(current().local['mpi'][label])
-
-
 # -- the rank's own COMM_WORLD and COMM_SELF ---------------------------------
 def _rank_context(what):
     ctx = current()
@@ -618,42 +625,21 @@ def world_comm(ctx):
     return Intracomm(_world_states(ctx)['COMM_WORLD'])
 
 
-class _RankLocalComm(Intracomm):
-    """``COMM_WORLD`` / ``COMM_SELF``: the calling rank's communicator."""
-
-    __module__ = 'simulator.mpi'
-    _rank_local = True
-
-    def __new__(cls, label):
-        if not isinstance(label, str):
-            # type(COMM_WORLD)(comm): mpi4py's type(COMM_WORLD) is
-            # Intracomm, so this is another Intracomm handle
-            return Intracomm(label)
-        return object.__new__(cls)
-
-    def __init__(self, label):
-        self._label = label
-
-    @classmethod
-    def _from_target(cls, target):
-        # a handle names the communicator, not "the calling rank's"
-        return Intracomm(target)
-
-    @property
-    def _state(self):
-        return _world_states(_rank_context(self._label))[self._label]
-
-    def __bool__(self):
-        return True             # never COMM_NULL, even outside a rank
-
-    def __repr__(self):
-        if current() is None:
-            return '<simulator.mpi.{} (no rank)>'.format(self._label)
-        return super().__repr__()
+def _rank_local(comm):
+    """True for COMM_WORLD and COMM_SELF themselves."""
+    return '_label' in comm.__dict__
 
 
-COMM_WORLD = _RankLocalComm('COMM_WORLD')
-COMM_SELF = _RankLocalComm('COMM_SELF')
+def _rank_local_comm(label):
+    """``COMM_WORLD`` / ``COMM_SELF``: an Intracomm naming the calling
+    rank's communicator (``Comm.__getattr__`` finds its state)."""
+    comm = object.__new__(Intracomm)
+    comm._label = label
+    return comm
+
+
+COMM_WORLD = _rank_local_comm('COMM_WORLD')
+COMM_SELF = _rank_local_comm('COMM_SELF')
 
 
 class _IdupRequest(Request):

@@ -63,7 +63,6 @@ class _Handler:
 _FATAL = _Handler('ERRORS_ARE_FATAL')
 _RETURN = _Handler('ERRORS_RETURN')
 _ABORT = _Handler('ERRORS_ABORT')
-_PREDEFINED_HANDLERS = {h.name: h for h in (_FATAL, _RETURN, _ABORT)}
 # Open MPI's Fortran numbers of the predefined handlers.
 for _number, _handler in ((1, _FATAL), (2, _RETURN), (3, _ABORT)):
     register_fixed(_handler, _number, 'Errhandler')
@@ -114,17 +113,15 @@ class Errhandler(HandleMixin):
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    def __hash__(self):
-        return id(self._h)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
         for name, constant in _CONSTANTS.items():
             if self is constant:
                 return name
-        if self._h is None:
-            return (Errhandler, ())
-        if self._h.name in _PREDEFINED_HANDLERS:
-            return (_predefined, (self._h.name,))
+        for constant in _CONSTANTS.values():
+            if self._h is constant._h:
+                return self._reduce_copy(constant)
         raise ValueError('cannot serialize {!r}: a user error handler '
                          'belongs to its process'.format(self))
 
@@ -168,11 +165,6 @@ def call_errhandler(errhandler, obj, errorcode):
                            errorcode=errorcode)
         ctx.world.fail(current_actor(), error)
         raise error
-
-
-def _predefined(name):
-    """A new handle to a predefined error handler (unpickling)."""
-    return Errhandler(_PREDEFINED_HANDLERS[name])
 
 
 def _user_handlers():
@@ -344,8 +336,7 @@ class Info(HandleMixin):
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    def __hash__(self):
-        return id(self._d)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
         if self is INFO_NULL:

@@ -132,8 +132,7 @@ class Datatype(Attributes, HandleMixin):
             return NotImplemented
         return self._h is not other._h
 
-    def __hash__(self):
-        return id(self._h)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __bool__(self):
         return self._h is not None
@@ -149,7 +148,7 @@ class Datatype(Attributes, HandleMixin):
             attr = 'DATATYPE_NULL' if h is None else h.attr
             if DATATYPE_NAMES.get(attr) is self:
                 return attr
-            return (Datatype, (DATATYPE_NAMES[attr],))
+            return self._reduce_copy(DATATYPE_NAMES[attr])
         base, combiner, params = self.decode()
         return (_recreate, (base, combiner, params, h.committed))
 

@@ -391,12 +391,13 @@ class File(HandleMixin):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return id(self._h)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
         if self is FILE_NULL:
             return 'FILE_NULL'
+        if self._h is None:
+            return self._reduce_copy(FILE_NULL)
         raise ValueError('cannot serialize {!r}: an open file belongs to '
                          'its process'.format(self))
 

@@ -181,17 +181,17 @@ class Group(HandleMixin):
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    def __hash__(self):
-        return hash(self._members)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
         if self._members is None:
-            return (Group, ()) if self is not GROUP_NULL else 'GROUP_NULL'
+            return self._reduce_copy(GROUP_NULL) \
+                if self is not GROUP_NULL else 'GROUP_NULL'
         if self is GROUP_EMPTY:
             return 'GROUP_EMPTY'
         if not self._members:
             # Empty groups are the same on every process.
-            return (Group._of, ((),))
+            return self._reduce_copy(GROUP_EMPTY)
         raise ValueError('cannot serialize {!r}: groups are local to a '
                          'process'.format(self))
 

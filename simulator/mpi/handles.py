@@ -86,6 +86,12 @@ class HandleMixin:
     def _handle_target(self):
         raise NotImplementedError
 
+    def _reduce_copy(self, constant):
+        """``__reduce__`` of a handle to a named object that is not the
+        constant itself: the constant, given to the handle's own class
+        (mpi4py's: a subclass's copy is of that subclass)."""
+        return (type(self), (constant,))
+
     @classmethod
     def _from_target(cls, target):
         return cls() if target is None else cls(target)

@@ -68,9 +68,7 @@ class Message(HandleMixin):
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    def __hash__(self):
-        return hash(self._state) if isinstance(self._state, str) \
-            else id(self._state)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
         if self is MESSAGE_NULL:
@@ -78,7 +76,8 @@ class Message(HandleMixin):
         if self is MESSAGE_NO_PROC:
             return 'MESSAGE_NO_PROC'
         if self._state in (_NULL, _NO_PROC):
-            return (_copy_of, (self._state,))
+            return self._reduce_copy(MESSAGE_NULL if self._state is _NULL
+                                     else MESSAGE_NO_PROC)
         raise ValueError('cannot serialize a matched message: it belongs '
                          'to the process that probed it')
 

@@ -100,8 +100,7 @@ class Op(HandleMixin):
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    def __hash__(self):
-        return hash(self.name)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
         if getattr(self, '_foreign', False):
@@ -111,7 +110,7 @@ class Op(HandleMixin):
             predefined = _BY_NAME.get(self.name)
             if predefined is self:
                 return predefined._attr
-            return (_predefined_copy, (self.name,))
+            return self._reduce_copy(predefined)
         return (_user_op, (self.pyfunc, self.commute))
 
     def Is_commutative(self):
@@ -275,10 +274,6 @@ def _user_ops():
     ctx = current()
     local = _OUTSIDE if ctx is None else ctx.local
     return local.setdefault('mpi.user_ops', set())
-
-
-def _predefined_copy(name):
-    return Op(_BY_NAME[name])
 
 
 def _user_op(function, commute):

@@ -97,8 +97,7 @@ class Prequest(Partitions, Request):
             return self._start is other._start
         return Request.__eq__(self, other)
 
-    def __hash__(self):
-        return id(self._start)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def Free(self):
         """Forget the recipe (the handle becomes null); an operation still

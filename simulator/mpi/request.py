@@ -229,8 +229,9 @@ class Status:
     __hash__ = None
 
     def __reduce__(self):
-        return (_new_status, (self.source, self.tag, self.error,
-                              self.nbytes, self.Is_cancelled()))
+        # the class travels too: a subclass's copy is of that subclass
+        return (_new_status, (type(self), self.source, self.tag,
+                              self.error, self.nbytes, self.Is_cancelled()))
 
     def __repr__(self):
         return '<Status source={} tag={} bytes={}>'.format(
@@ -269,8 +270,11 @@ def status_nbytes():
     return _STATUS_LAYOUT.itemsize
 
 
-def _new_status(source, tag, error, nbytes, cancelled):
-    status = Status()
+def _new_status(cls, source, tag, error, nbytes, cancelled):
+    # made as mpi4py unpickles (cls.__new__): a subclass's __init__ may
+    # take other arguments
+    status = cls.__new__(cls)
+    Status.__init__(status)
     status._mem['source'], status._mem['tag'] = source, tag
     status._mem['error'], status._mem['ucount'] = error, nbytes
     status._mem['cancelled'] = cancelled
@@ -443,12 +447,13 @@ class Request(HandleMixin):
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    def __hash__(self):
-        return id(self._origin)
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
         if self is REQUEST_NULL:
             return 'REQUEST_NULL'
+        if not self:
+            return self._reduce_copy(REQUEST_NULL)
         raise ValueError('cannot serialize a request: it belongs to the '
                          'process that started it')
 

@@ -184,8 +184,7 @@ class Session(HandleMixin):
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
-    def __hash__(self):
-        return id(self._core) if self._core is not None else 0
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     # MPI 4.1's session buffers: Open MPI 5.0 lacks them (mpi4py raises
     # NotImplementedError there), and so does the simulator.
@@ -206,6 +205,9 @@ class Session(HandleMixin):
         raise mpi41_missing('Session.Iflush_buffer')
 
     def __reduce__(self):
+        if not self._open:
+            return 'SESSION_NULL' if self is SESSION_NULL else \
+                self._reduce_copy(SESSION_NULL)
         raise ValueError('cannot serialize a session: it belongs to the '
                          'process')
 

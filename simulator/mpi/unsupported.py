@@ -86,8 +86,7 @@ class Unsupported(metaclass=_Refusing):
     def __eq__(self, other):
         return type(other) is type(self)
 
-    def __hash__(self):
-        return hash(type(self))
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __repr__(self):
         return '<simulator.mpi.{} (not simulated)>'.format(

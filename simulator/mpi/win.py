@@ -256,10 +256,12 @@ class Win(bytearray, Attributes, HandleMixin):
 
     __lt__ = __le__ = __gt__ = __ge__ = _unordered
 
-    def __hash__(self):
-        return id(self._shared) if self._shared is not None else 0
+    __hash__ = None     # unhashable, as mpi4py's handles
 
     def __reduce__(self):
+        if getattr(self, '_shared', None) is None:
+            return 'WIN_NULL' if self is WIN_NULL else \
+                self._reduce_copy(WIN_NULL)
         raise ValueError('cannot serialize {!r}: windows belong to the '
                          'process'.format(self))
 

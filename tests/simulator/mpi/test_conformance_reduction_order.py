@@ -98,7 +98,8 @@ class _Case:
         self._expected = {}
 
     def expected(self, name, model, **options):
-        key = (name, model) + tuple(sorted(
+        # the model is an MPI.Op, unhashable as mpi4py's: keyed by name
+        key = (name, model.name) + tuple(sorted(
             (k, tuple(v) if isinstance(v, list) else v)
             for k, v in options.items()))
         with _lock:

@@ -103,3 +103,58 @@ def test_private_size_address_and_handle_of(mpi_comm, MPI):
     for fn in (MPI._sizeof, MPI._addressof, MPI._handleof):
         with pytest.raises(TypeError):
             fn(None)
+
+
+def _null_handles(MPI):
+    return [MPI.Status(), MPI.DATATYPE_NULL, MPI.REQUEST_NULL, MPI.INFO_NULL,
+            MPI.ERRHANDLER_NULL, MPI.SESSION_NULL, MPI.GROUP_NULL,
+            MPI.WIN_NULL, MPI.OP_NULL, MPI.FILE_NULL, MPI.MESSAGE_NULL,
+            MPI.COMM_NULL]
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_handles_are_unhashable(mpi_comm, MPI):
+    # mpi4py's handles compare by value and have no hash: code that keys
+    # a dict by a communicator fails on the cluster, so it fails here
+    for obj in _null_handles(MPI) + [MPI.INT, MPI.SUM, MPI.COMM_WORLD,
+                                     mpi_comm, MPI.GROUP_EMPTY,
+                                     MPI.INFO_ENV, MPI.ERRORS_RETURN,
+                                     MPI.MESSAGE_NO_PROC]:
+        with pytest.raises(TypeError):
+            hash(obj)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_comm_world_is_an_intracomm_and_fromhandle_keeps_it(mpi_comm, MPI):
+    for comm in (MPI.COMM_WORLD, MPI.COMM_SELF):
+        assert type(comm) is MPI.Intracomm
+        again = type(comm).fromhandle(comm.handle)
+        assert type(again) is MPI.Intracomm and again == comm
+    # (COMM_WORLD's Dup is collective over ranks this test may not have)
+    dup = MPI.COMM_SELF.Dup()
+    assert type(dup) is MPI.Intracomm
+    dup.Free()
+    assert MPI.COMM_WORLD.Get_size() >= mpi_comm.Get_size()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_pickled_copies_keep_a_subclass(mpi_comm, MPI):
+    import copy
+    import pickle
+    import sys
+    main = sys.modules['__main__']
+    objects = _null_handles(MPI) + [MPI.INT, MPI.SUM, MPI.GROUP_EMPTY,
+                                    MPI.ERRORS_RETURN, MPI.MESSAGE_NO_PROC,
+                                    MPI.COMM_WORLD]
+    for obj in objects:
+        # a uniquely named subclass per rank: ranks share __main__ here
+        cls = type('My{}{}'.format(type(obj).__name__, mpi_comm.rank),
+                   (type(obj),), {'__module__': main.__name__})
+        setattr(main, cls.__name__, cls)
+        try:
+            for copier in (copy.copy, copy.deepcopy,
+                           lambda o: pickle.loads(pickle.dumps(o))):
+                dup = copier(cls(obj))
+                assert type(dup) is cls and dup == obj, (obj, copier)
+        finally:
+            delattr(main, cls.__name__)
