@@ -30,13 +30,14 @@ _PTR = ctypes.sizeof(ctypes.c_void_p)
 # (ob_refcnt ... tp_setattro precede it), unchanged from 3.8 to 3.13.
 _TP_AS_BUFFER = 20 * _PTR
 
-_api = ctypes.pythonapi
-_api.PyType_GetSlot.restype = ctypes.c_void_p
-_api.PyType_GetSlot.argtypes = [ctypes.py_object, ctypes.c_int]
-_api.PyBuffer_FillInfo.restype = ctypes.c_int
-_api.PyBuffer_FillInfo.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
-                                   ctypes.c_void_p, ctypes.c_ssize_t,
-                                   ctypes.c_int, ctypes.c_int]
+# Own function objects (prototypes bound to the C API), so that nothing
+# here changes the argtypes of the process-wide ctypes.pythonapi entries.
+_GetSlot = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_int)(
+    ('PyType_GetSlot', ctypes.pythonapi))
+_FillInfo = ctypes.PYFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_ssize_t, ctypes.c_int, ctypes.c_int)(
+        ('PyBuffer_FillInfo', ctypes.pythonapi))
 
 
 class DelegatingExporter:
@@ -60,7 +61,7 @@ def _set_getbuffer(cls, function):
         raise ImportError('{}: unexpected type layout (tp_as_buffer)'
                           .format(cls.__name__))
     ctypes.c_void_p.from_address(as_buffer).value = function
-    if _api.PyType_GetSlot(cls, _BF_GETBUFFER) != function:
+    if _GetSlot(cls, _BF_GETBUFFER) != function:
         raise ImportError('{}: could not set bf_getbuffer'.format(
             cls.__name__))
 
@@ -75,7 +76,7 @@ def delegate_buffer(cls):
             id(marker):
         raise ImportError('{}: _view is not where PickleBuffer keeps its '
                           'exporter'.format(cls.__name__))
-    _set_getbuffer(cls, _api.PyType_GetSlot(pickle.PickleBuffer,
+    _set_getbuffer(cls, _GetSlot(pickle.PickleBuffer,
                                             _BF_GETBUFFER))
     return cls
 
@@ -87,7 +88,7 @@ _GETBUFFER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
 @_GETBUFFER
 def _fill_nothing(exporter, view, flags):
     # readonly 0 and length 0: PyBuffer_FillInfo cannot fail
-    return _api.PyBuffer_FillInfo(view, None, None, 0, 0, flags)
+    return _FillInfo(view, None, None, 0, 0, flags)
 
 
 def export_nothing(cls):
