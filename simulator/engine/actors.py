@@ -181,6 +181,11 @@ def _start_in_rank(thread):
             end_rank = getattr(stop, 'end_rank', None)
             if end_rank is not None:    # os._exit() in a helper thread
                 end_rank(world, actor)
+        except BaseException:   # noqa: B902 -- reported as threading does
+            # Reported here, while the thread is still the rank's, so that
+            # the rank's own threading.excepthook sees it (threading would
+            # call the hook after this wrapper has left the rank).
+            thread._invoke_excepthook(thread)
         finally:
             leave()
             world.finish(actor)

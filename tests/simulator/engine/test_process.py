@@ -400,3 +400,29 @@ def test_os_exit_in_a_helper_thread_ends_the_whole_rank():
     with pytest.raises(SystemExit) as info:
         simulator.run(body, 2, timeout=30)
     assert info.value.code == 7
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_threading_excepthook_set_by_each_rank_reports_its_threads(mpi_comm):
+    # A process's hook sees its own threads' exceptions only.
+    rank = mpi_comm.rank
+    saved = threading.excepthook
+    seen = []
+
+    def hook(args):
+        seen.append((rank, str(args.exc_value)))
+    try:
+        threading.excepthook = hook
+        mpi_comm.Barrier()      # every rank has set its own
+        mine = threading.excepthook is hook
+
+        def fail():
+            raise ValueError('from rank {}'.format(rank))
+        thread = threading.Thread(target=fail)
+        thread.start()
+        thread.join()
+        mpi_comm.Barrier()
+    finally:
+        threading.excepthook = saved
+    assert mine and seen == [(rank, 'from rank {}'.format(rank))]
+    assert threading.excepthook is saved

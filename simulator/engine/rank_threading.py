@@ -1,0 +1,55 @@
+"""``threading.excepthook`` per rank.
+
+A process that sets ``threading.excepthook`` (an MPI abort hook for its
+helper threads, a custom report) has it called for its own threads'
+uncaught exceptions, never another process's. While worlds run,
+``threading``'s class answers ``excepthook`` per rank (a rank starts with
+the process's), and the module's namespace, where ``threading``'s own
+code looks the hook up when a thread fails, holds a dispatcher that calls
+the failing thread's rank's hook.
+"""
+import threading
+import types
+
+__all__ = ['install']
+
+_KEY = ('threading', 'excepthook')
+
+
+def install(process_state):
+    """Serve ``threading.excepthook`` per rank (``process_state()``: the
+    calling rank's ProcessState, None outside a rank). Returns the undo
+    function."""
+    namespace = vars(threading)
+    shared = [namespace['excepthook']]     # the process's own hook
+
+    def hook_of_caller():
+        state = process_state()
+        if state is None or _KEY not in state.objects:
+            return shared[0]
+        return state.objects[_KEY]
+
+    def dispatch(args):
+        hook = hook_of_caller()
+        # threading falls back to its own report when the hook is None.
+        return (hook or threading.__excepthook__)(args)
+
+    def get(module):
+        return hook_of_caller()
+
+    def set(module, value):
+        state = process_state()
+        if state is None:
+            shared[0] = value
+        else:
+            state.objects[_KEY] = value
+
+    private = type('PrivateThreading', (types.ModuleType,),
+                   {'excepthook': property(get, set)})
+    namespace['excepthook'] = dispatch
+    threading.__class__ = private
+
+    def undo():
+        threading.__class__ = types.ModuleType
+        namespace['excepthook'] = shared[0]
+    return undo
