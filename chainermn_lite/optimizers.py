@@ -14,6 +14,7 @@ import numpy
 from chainermn_lite import _backward_buckets as buckets
 from chainermn_lite import _mpi
 from chainermn_lite.communicators import _grads
+from chainermn_lite._checks import check_communicator, check_optimizer
 
 __all__ = ['create_multi_node_optimizer']
 
@@ -386,11 +387,14 @@ def create_multi_node_optimizer(actual_optimizer, communicator,
             raise ValueError('create_multi_node_optimizer: bucket_bytes must '
                              'be a positive int, got {!r}'.format(
                                  bucket_bytes))
-        return _OverlappingOptimizer(actual_optimizer, communicator,
-                                     zero_fill, bucket_bytes)
-    if bucket_bytes is not None:
+    elif bucket_bytes is not None:
         raise ValueError('create_multi_node_optimizer: bucket_bytes={!r} is '
                          'only used with overlap=True'.format(bucket_bytes))
+    check_optimizer(actual_optimizer, 'create_multi_node_optimizer')
+    check_communicator(communicator, 'create_multi_node_optimizer')
+    if overlap:
+        return _OverlappingOptimizer(actual_optimizer, communicator,
+                                     zero_fill, bucket_bytes)
     if double_buffering:
         return _DoubleBufferingOptimizer(actual_optimizer, communicator,
                                          zero_fill)

@@ -12,6 +12,7 @@ import numpy
 
 from chainermn_lite.datasets import scatter_check
 from chainermn_lite.parallel import grid
+from chainermn_lite._checks import check_communicator
 
 __all__ = ['DataSizeError', 'scatter_dataset', 'scatter_index',
            'index_ranges']
@@ -86,6 +87,7 @@ def scatter_dataset(dataset, comm, root=0, shuffle=False, seed=None,
     ``check`` (default: on; one small collective) verifies the parts and
     the order with ``check_scattered``.
     """
+    check_communicator(comm, 'scatter_dataset')
     _check_root(root, comm)
     if max_buf_len <= 0 or max_buf_len > 2 ** 31 - 1:
         raise DataSizeError('max_buf_len must be in [1, 2**31 - 1], got {}'

@@ -14,6 +14,7 @@ import time
 import chainer
 from chainer import serializers
 
+from chainermn_lite._checks import check_communicator
 from chainermn_lite.extensions._multi_node_snapshot import \
     multi_node_snapshot
 
@@ -152,4 +153,5 @@ def create_multi_node_checkpointer(name, comm, cp_interval=5,
     rank's state each ``cp_interval`` iterations (keeping the newest
     ``gc_interval``), and whose ``maybe_load(trainer, optimizer)`` resumes
     all ranks from the newest common checkpoint."""
+    check_communicator(comm, 'create_multi_node_checkpointer')
     return _MultiNodeCheckpointer(name, comm, cp_interval, gc_interval, path)

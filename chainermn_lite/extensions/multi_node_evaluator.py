@@ -10,6 +10,7 @@ import copy
 
 import chainer
 from chainer.dataset import convert
+from chainermn_lite._checks import check_communicator
 
 __all__ = ['create_multi_node_evaluator', 'weighted_global_mean']
 
@@ -93,6 +94,7 @@ def create_multi_node_evaluator(actual_evaluator, communicator):
     evaluator, changed so that it reports the mean over all ranks' examples
     (every rank must run it at the same time; every rank gets the result).
     """
+    check_communicator(communicator, 'create_multi_node_evaluator')
     own = type(actual_evaluator).evaluate
     original = None
     if own is not chainer.training.extensions.Evaluator.evaluate:

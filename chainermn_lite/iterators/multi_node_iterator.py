@@ -3,6 +3,7 @@ import chainer
 import numpy
 
 from chainermn_lite.iterators import batch_check
+from chainermn_lite._checks import check_communicator
 
 __all__ = ['create_multi_node_iterator']
 
@@ -174,5 +175,6 @@ def create_multi_node_iterator(actual_iterator, communicator, rank_master=0,
     every step; the default None: steps 1, 2, 4, 8... and each epoch's
     last; see ``batch_check``).
     """
+    check_communicator(communicator, 'create_multi_node_iterator')
     return _MultiNodeIterator(actual_iterator, communicator, rank_master,
                               check)

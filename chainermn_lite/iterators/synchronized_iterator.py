@@ -3,6 +3,7 @@ import chainer
 import numpy
 
 from chainermn_lite.iterators import batch_check
+from chainermn_lite._checks import check_communicator
 
 __all__ = ['create_synchronized_iterator']
 
@@ -58,4 +59,5 @@ def create_synchronized_iterator(actual_iterator, communicator, check=None):
     the same seed, so all ranks see the same batches in the same order.
     ``check`` verifies that (True: every step; the default None: steps 1,
     2, 4, 8... and each epoch's last; see ``batch_check``)."""
+    check_communicator(communicator, 'create_synchronized_iterator')
     return _SynchronizedIterator(actual_iterator, communicator, check)

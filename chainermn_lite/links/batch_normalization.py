@@ -24,6 +24,7 @@ from chainer import initializers
 from chainer import link
 from chainer import variable
 from chainer.functions.normalization import batch_normalization
+from chainermn_lite._checks import check_communicator
 
 __all__ = ['MultiNodeBatchNormalization', 'multi_node_batch_normalization',
            'communication_backend_of']
@@ -183,6 +184,7 @@ class MultiNodeBatchNormalization(link.Link):
     def __init__(self, size, comm, decay=0.9, eps=2e-5, dtype=None,
                  use_gamma=True, use_beta=True, initial_gamma=None,
                  initial_beta=None, communication_backend='auto'):
+        check_communicator(comm, 'MultiNodeBatchNormalization')
         super().__init__()
         self._highprec_dtype = chainer.get_dtype(
             dtype, map_mixed16=numpy.float32)

@@ -19,6 +19,7 @@ import chainer
 
 from chainermn_lite.functions import point_to_point
 from chainermn_lite.functions.pseudo_connect import pseudo_connect
+from chainermn_lite._checks import check_communicator
 
 __all__ = ['MultiNodeChainList']
 
@@ -59,6 +60,7 @@ class MultiNodeChainList(chainer.ChainList):
     """MultiNodeChainList(comm): components of a model on this rank."""
 
     def __init__(self, comm):
+        check_communicator(comm, 'MultiNodeChainList')
         super().__init__()
         self._comm = comm
         self._rank_inouts = []
