@@ -11,7 +11,7 @@ __all__ = ['CommState']
 class CommState:
     """One rank's view of a communicator (never shared between ranks)."""
 
-    __slots__ = ('world', 'ctx', 'group', 'rank', 'name', 'seq', 'freed',
+    __slots__ = ('world', 'ctx', 'group', 'rank', 'name', 'seq', 'unusable',
                  'world_rank', 'title', 'props', 'peers')
 
     def __init__(self, world, ctx, group, rank, name, title=None):
@@ -29,7 +29,9 @@ class CommState:
         self.name = name
         self.title = name if title is None else title
         self.seq = 0
-        self.freed = False
+        # Why the handle cannot be used now (freed, an Idup not yet
+        # complete), or None: one check on every call.
+        self.unusable = None
         # What the MPI facade keeps per communicator handle (error
         # handler, attributes, info hints); the engine never reads it.
         self.props = {}

@@ -131,15 +131,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         state = self._state
         if state is None:
             raise MPIException(ERR_COMM, 'operation on COMM_NULL')
-        if state.freed:
-            raise MPIException(ERR_COMM, '{} was freed'.format(state.name))
-        if 'pending_idup' in state.props:
-            raise MPIException(ERR_COMM, (
-                'rank {} used the communicator of Idup at {} before the '
-                "Idup's request completed: wait for it first (MPI leaves "
-                'the handle undefined until then)').format(
-                    state.world_rank,
-                    state.props['pending_idup'].where))
+        if state.unusable is not None:
+            raise MPIException(ERR_COMM, state.unusable)
         if state.world.finalized and \
                 state.world_rank in state.world.finalized:
             raise after_finalize(state.world, state.world_rank,
@@ -223,7 +216,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         if s.ctx[0] in ('world', 'self'):
             raise MPIException(ERR_COMM, 'cannot free {}'.format(s.name))
         self._drop_attrs(self._attr_store('Free'))
-        s.freed = True
+        s.unusable = '{} was freed'.format(s.name)
         self._state = None
 
     def free(self):
@@ -437,7 +430,11 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         state.props.pop('dup_hints', None)      # Open MPI's Idup has none
         record = CallRecord('Idup', state.world_rank, None, None, self._s.name,
                             raw=capture(2))
-        state.props['pending_idup'] = record
+        state.unusable = (
+            'rank {} used the communicator of Idup at {} before the '
+            "Idup's request completed: wait for it first (MPI leaves the "
+            'handle undefined until then)'.format(state.world_rank,
+                                                  record.where))
         return new, _IdupRequest(Condition(state.world, state.world_rank,
                                            record, lambda: True), state)
 
@@ -650,5 +647,5 @@ class _IdupRequest(Request):
         self._idup_state = state
 
     def _finish(self, status):
-        self._idup_state.props.pop('pending_idup', None)
+        self._idup_state.unusable = None
         return None

@@ -187,7 +187,7 @@ def parent_state():
         state = ctx.local['mpi.parent'] = InterState(
             ctx.world, ('spawn', job.id), job.ranks, ctx.job_rank,
             job.parent, 'MPI_COMM_PARENT', title='MPI_COMM_PARENT')
-    return None if state.freed else state
+    return None if state.unusable is not None else state
 
 
 # -- ports and names ----------------------------------------------------------
