@@ -70,7 +70,7 @@ from simulator.engine.patches import PatchSet, wrap
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
            'rank_seed', 'real_sys_dict', 'PrivateSys',
-           'launch_environ', 'launcher_environ', 'local_rank_order',
+           'launch_variables', 'launcher_environ', 'local_rank_order',
            'spawned_environ',
            'run_exit_handlers']
 
@@ -116,7 +116,7 @@ class ProcessState:
     def environ(self):
         if self._environ is None:
             self._environ = dict(_base['environ'])
-            self._environ.update(launch_environ(self.context))
+            self._environ.update(launch_variables(self.context))
         return self._environ
 
     @property
@@ -139,7 +139,7 @@ _base = {'argv': [], 'environ': {}, 'launch': {}}
 OPEN_MPI_VERSION = (5, 0, 11)
 
 
-def launch_environ(context):
+def launch_variables(context):
     """The variables ``mpiexec`` gives the rank of ``context`` on top of
     its own environment (its launch, its ranks, its host), whatever the
     program has done to ``os.environ`` since."""

@@ -13,7 +13,7 @@ import itertools
 import platform
 
 from simulator.engine.actors import current, current_actor
-from simulator.engine.process import launch_environ
+from simulator.engine.process import launch_variables
 from simulator.errors import AbortError
 from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
                                      ERR_INFO_KEY, ERR_INFO_NOKEY,
@@ -434,7 +434,7 @@ def _environment_hints():
     ctx = current()
     if ctx is None:
         return {'thread_level': 'MPI_THREAD_MULTIPLE'}
-    env = launch_environ(ctx)
+    env = launch_variables(ctx)
     size = env['OMPI_COMM_WORLD_SIZE']
     # PMIx's namespace is prterun-HOST-PID@JOB: Open MPI keeps the
     # process's files under /tmp/ompi.PID/JOB/RANK.
