@@ -52,26 +52,16 @@ def warn_shared(call, consequence=_EVERYONE):
         SharedStateWarning, filename, lineno)
 
 
-def _reporting(describe):
+def _patch(owner, name, describe, users_only=False,
+           consequence=_EVERYONE):
+    """Report ``owner.name``'s calls in a rank (``users_only``: only the
+    user's own; libraries make these for a moment and undo them, as
+    ``timeit`` disables the collector while it times)."""
     def make(original):
         def call(*args, **kwargs):
-            warn_shared(describe(*args, **kwargs))
-            return original(*args, **kwargs)
-        return call
-    return make
-
-
-def _patch(owner, name, describe):
-    return wrap(owner, name, _reporting(describe))
-
-
-def _user_patch(owner, name, describe):
-    """Report only the user's own calls: libraries make these for a moment
-    and undo them (``timeit`` disables the collector while it times)."""
-    def make(original):
-        def call(*args, **kwargs):
-            if current() is not None and caller_is_user():
-                warn_shared(describe(*args, **kwargs))
+            if not users_only or (current() is not None and
+                                  caller_is_user()):
+                warn_shared(describe(*args, **kwargs), consequence)
             return original(*args, **kwargs)
         return call
     return wrap(owner, name, make)
@@ -96,22 +86,15 @@ def _signal_in_rank(original):
     return signal_in_rank
 
 
-def _getpid_in_rank(original):
-    def getpid_in_rank():
-        # Only the user's own calls: libraries (logging, tempfile...) ask
-        # all the time, and for them one id is harmless.
-        if current() is not None and caller_is_user():
-            warn_shared('os.getpid()', 'every rank gets the one process\'s '
-                        'id (separate processes would get their own): key '
-                        'files and seeds by rank instead')
-        return original()
-    return getpid_in_rank
-
-
 def _install():
     sys_dict = process.real_sys_dict()
     return [
-        wrap(os, 'getpid', _getpid_in_rank),
+        # Only the user's own calls: libraries (logging, tempfile...) ask
+        # all the time, and for them one id is harmless.
+        _patch(os, 'getpid', lambda: 'os.getpid()', users_only=True,
+               consequence='every rank gets the one process\'s id (separate '
+               'processes would get their own): key files and seeds by '
+               'rank instead'),
         _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path)),
         _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask)),
         wrap(signal, 'signal', _signal_in_rank),
@@ -119,11 +102,11 @@ def _install():
             'sys.setrecursionlimit({})'.format(limit))),
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
             'sys.setswitchinterval({})'.format(interval))),
-    ] + [_user_patch(gc, name, _arguments('gc.' + name))
-         for name in ('disable', 'enable', 'set_threshold', 'freeze')] + [
-        _user_patch(os, 'putenv', _arguments('os.putenv')),
-        _user_patch(os, 'unsetenv', _arguments('os.unsetenv')),
-    ]
+    ] + [_patch(owner, name, _arguments(owner.__name__ + '.' + name),
+                users_only=True)
+         for owner, name in ((gc, 'disable'), (gc, 'enable'),
+                             (gc, 'set_threshold'), (gc, 'freeze'),
+                             (os, 'putenv'), (os, 'unsetenv'))]
 
 
 def reported():
