@@ -29,7 +29,7 @@ get its own answer in each rank, not the last installing rank's.
 import sys
 import types
 
-__all__ = ['RankSys', 'install']
+__all__ = ['RankSys', 'install', 'rank_setter']
 
 STREAMS = ('stdin', 'stdout', 'stderr')
 # What a rank's sys.__stdout__ is (the streams its process started with).
@@ -109,16 +109,22 @@ def _get_path(module):
     return path
 
 
-def _setter(name):
-    """Assigning ``sys.<name>``: the calling rank's own value (the
-    process's outside a rank)."""
+def rank_setter(name, own, shared):
+    """A module attribute's setter that keeps ``name`` per rank: in the
+    calling rank's dict ``own()``, or in the mapping ``shared()`` (the
+    process's values) outside a rank (``own()`` None). The per-rank
+    ``sys``, ``warnings`` and ``threading`` names all set this way."""
     def set(module, value):
-        own = _own()
-        if own is None:
-            _sys_dict()[name] = value
+        mine = own()
+        if mine is None:
+            shared()[name] = value
         else:
-            own[name] = value
+            mine[name] = value
     return set
+
+
+def _setter(name):
+    return rank_setter(name, _own, _sys_dict)
 
 
 def _get_excepthook(module):

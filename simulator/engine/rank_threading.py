@@ -11,9 +11,11 @@ the failing thread's rank's hook.
 import threading
 import types
 
+from simulator.engine.rank_sys import rank_setter
+
 __all__ = ['install']
 
-_KEY = ('threading', 'excepthook')
+_KEY = ('threading',)     # the rank's values in its ProcessState.objects
 
 
 def install(process_state):
@@ -21,13 +23,19 @@ def install(process_state):
     calling rank's ProcessState, None outside a rank). Returns the undo
     function."""
     namespace = vars(threading)
-    shared = [namespace['excepthook']]     # the process's own hook
+    shared = {'excepthook': namespace['excepthook']}   # the process's hook
+
+    def own():
+        state = process_state()
+        if state is None:
+            return None
+        return state.objects.setdefault(_KEY, {})
 
     def hook_of_caller():
-        state = process_state()
-        if state is None or _KEY not in state.objects:
-            return shared[0]
-        return state.objects[_KEY]
+        mine = own()
+        if mine is None or 'excepthook' not in mine:
+            return shared['excepthook']
+        return mine['excepthook']
 
     def dispatch(args):
         hook = hook_of_caller()
@@ -37,19 +45,13 @@ def install(process_state):
     def get(module):
         return hook_of_caller()
 
-    def set(module, value):
-        state = process_state()
-        if state is None:
-            shared[0] = value
-        else:
-            state.objects[_KEY] = value
-
-    private = type('PrivateThreading', (types.ModuleType,),
-                   {'excepthook': property(get, set)})
+    private = type('PrivateThreading', (types.ModuleType,), {
+        'excepthook': property(get, rank_setter('excepthook', own,
+                                                lambda: shared))})
     namespace['excepthook'] = dispatch
     threading.__class__ = private
 
     def undo():
         threading.__class__ = types.ModuleType
-        namespace['excepthook'] = shared[0]
+        namespace['excepthook'] = shared['excepthook']
     return undo

@@ -14,6 +14,8 @@ reads them as attributes of the module. ``filterwarnings``,
 import types
 import warnings
 
+from simulator.engine.rank_sys import rank_setter
+
 __all__ = ['install']
 
 _PRIVATE = ('filters', 'showwarning', '_showwarnmsg_impl')
@@ -46,13 +48,7 @@ def install(process_state):
             own = own_state()
             return _module_dict()[name] if own is None else own[name]
 
-        def set(module, value):
-            own = own_state()
-            if own is None:
-                _module_dict()[name] = value
-            else:
-                own[name] = value
-        return property(get, set)
+        return property(get, rank_setter(name, own_state, _module_dict))
 
     private = type('PrivateWarnings', (types.ModuleType,),
                    {name: attribute(name) for name in _PRIVATE})
