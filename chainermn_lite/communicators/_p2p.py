@@ -62,6 +62,9 @@ _ARRAY_KINDS = (KIND_ARRAY, KIND_TUPLE, KIND_LAYOUT, KIND_ARRAY | KIND_DEVICE,
 _HEADS = [struct.Struct('={}q'.format(HEADER_WORDS + n))
           for n in range(_wire.DESCRIPTOR_WORDS + 1)]
 
+# A head no frame starts with (kind -1).
+_NO_HEAD = HEADER.pack(-1, 0, 0, 0)
+
 _shared = []        # [(weakref to an MPI communicator, its layouts)]
 _shared_lock = threading.Lock()
 
@@ -92,16 +95,20 @@ class FrameChannel:
         self._module = module
         self.chunk_bytes = chunk_bytes
         self._send_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
-        self._recv_frame = numpy.zeros(FRAME_BYTES, dtype=numpy.uint8)
+        # A bytearray: ``startswith`` compares a received head in one call.
+        self._recv_bytes = bytearray(FRAME_BYTES)
+        self._recv_frame = numpy.frombuffer(self._recv_bytes, numpy.uint8)
         self._recv_words = self._recv_frame.view(numpy.int64)
-        self._recv_view = memoryview(self._recv_frame)
+        self._recv_view = memoryview(self._recv_bytes)
         self._heads = {}        # (dtype, shape) -> frame head
         self._heads_get = self._heads.get
-        # header + descriptor words of an inline array frame -> the array
-        # as a view of the frame buffer (copied out on each receive)
+        # header + descriptor words of an inline array frame -> (its head
+        # as bytes, the array as a view of the frame buffer, copied out on
+        # each receive)
         self._small = {}
         self._small_get = self._small.get
-        self._last_head = _HEADS[3]         # a 1-d array's
+        # The last small layout received: (its frame head, its array).
+        self._last_small = (_NO_HEAD, None)
         self._Send = mpi_comm.Send
         self._Recv = mpi_comm.Recv
         self._sent, self._expect = _layouts_of(mpi_comm)
@@ -144,11 +151,11 @@ class FrameChannel:
         """
         heads_get, Send, ndarray = self._heads_get, self._Send, numpy.ndarray
         send_arrays, plain = self.send_arrays, _wire.is_plain_sendable
+        peers = frozenset(range(size)) - {rank}
 
         def send(data, dest, tag):
             if type(data) is ndarray and type(dest) is int and \
-                    type(tag) is int and 0 <= dest < size and \
-                    dest != rank and tag >= 0:
+                    type(tag) is int and dest in peers and tag >= 0:
                 head = heads_get((data.dtype, data.shape))
                 if head is not None:
                     # bytes concatenation beats filling a frame by slices
@@ -343,15 +350,17 @@ class FrameChannel:
     def plain_recv(self, size, rank, other):
         """``recv(source, tag)`` for a communicator of ``size`` whose rank
         is ``rank``: a valid peer and tag (no wildcard) take the hot path
-        of a model-parallel step, a cached small layout costing one Recv,
-        one unpack and one copy of the payload; anything else goes to
-        ``other(source, tag)``, which checks it."""
-        Recv, view, small_get = self._Recv, self._recv_view, self._small_get
+        of a model-parallel step, the last small layout received again
+        costing one Recv, one comparison of its head and one copy of the
+        payload; anything else goes to ``other(source, tag)``, which
+        checks it."""
+        Recv, frame = self._Recv, self._recv_bytes
         expect, error = self._expect, self._module.Exception
+        peers = frozenset(range(size)) - {rank}
 
         def recv(source, tag):
             if not (type(source) is int and type(tag) is int and
-                    0 <= source < size and source != rank and tag >= 0):
+                    source in peers and tag >= 0):
                 return other(source, tag)
             if expect and (source, tag) in expect:
                 x, _, _ = self._recv_probed(source, tag)
@@ -359,16 +368,15 @@ class FrameChannel:
                     return x
                 return self._arrays_from_frame(source, tag, None)
             try:
-                Recv(view, source, tag)
+                Recv(frame, source, tag)
             except error as e:
                 self._raise_if_truncated(e, source, tag)
                 raise
-            # Unpacked with the last small layout's length, a frame with
-            # another descriptor length gives a key whose word 2 (its
-            # length) no key of that length has: no false hit, and one
-            # unpack in the common case.
-            small = small_get(self._last_head.unpack_from(view))
-            if small is not None:
+            # Every frame is longer than its head (header and descriptor
+            # words, then the payload), so a matching head was received
+            # whole, never left over from an earlier message.
+            head, small = self._last_small
+            if frame.startswith(head):
                 return small.copy()
             return self._arrays_from_frame(source, tag, None)
         return recv
@@ -405,8 +413,7 @@ class FrameChannel:
         not cacheable, take the general path)."""
         if nwords >= len(_HEADS):
             return None
-        self._last_head = _HEADS[nwords]
-        key = self._last_head.unpack_from(self._recv_view)
+        key = _HEADS[nwords].unpack_from(self._recv_view)
         small = self._small_get(key)
         if small is None:
             if len(self._small) >= _CACHE_LIMIT:
@@ -415,9 +422,11 @@ class FrameChannel:
             end *= 8
             # A view of the frame buffer: copying it out is the cheapest
             # fresh array (cheaper than an ndarray over a bytearray).
-            small = self._small[key] = self._recv_frame[
-                end:end + nbytes].view(dtype).reshape(shape)
-        return small.copy()
+            small = self._small[key] = (
+                bytes(self._recv_view[:end]),
+                self._recv_frame[end:end + nbytes].view(dtype).reshape(shape))
+        self._last_small = small
+        return small[1].copy()
 
     def recv_exact(self, specs, source, tag):
         """Receive what ``send_exact`` sent, one fresh array per
