@@ -13,7 +13,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.handles import HandleMixin
 from simulator.mpi.msgspec import Buffer, parse
-from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest
+from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest, guard_receive
 from simulator.mpi.request import Request, track
 
 __all__ = ['Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'MatchedProbes']
@@ -103,10 +103,11 @@ class Message(HandleMixin):
     def Irecv(self, buf):
         """Start receiving the probed message (already here: it
         completes at the first Wait or Test)."""
-        request = self._request(BUFFER, _buffer(buf, 'Message.Irecv'))
+        b = _buffer(buf, 'Message.Irecv')
+        request = self._request(BUFFER, b)
         if request._activity is None:
             return _NoProcRequest()
-        return track(request)
+        return track(guard_receive(request, b))
 
     def recv(self, status=None):
         """Receive the probed object."""

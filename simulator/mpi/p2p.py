@@ -24,7 +24,8 @@ from simulator.mpi import pickling
 from simulator.mpi.msgspec import parse
 from simulator.mpi.request import ProcNullRequest, Request, track
 
-__all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send']
+__all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send',
+           'guard_receive']
 
 OBJECT = 'object'
 BUFFER = 'buffer'
@@ -96,6 +97,18 @@ def watch_receive(world, rank, request, b):
     check_overlap(world, rank, memory, request.record, 'receives into')
     world.pending_receives.setdefault(rank, {}).setdefault(
         _owner(memory), []).append((request, memory))
+    return guard_receive(request, b)
+
+
+def guard_receive(request, b):
+    """``request`` (a non-blocking receive into buffer ``b``), made to
+    check when it completes that the program left ``b`` alone meanwhile:
+    the simulator delivers at completion, where a real MPI may already
+    have written the message, which a write of the program's clobbers
+    (or overwrites, by timing)."""
+    memory = _user_memory(b)
+    if memory is not None and request._activity.source != PROC_NULL:
+        request._posted = (memory, memory.copy())
     return request
 
 
@@ -137,6 +150,7 @@ class RecvRequest(Request):
         super().__init__(recv)
         self._kind = kind
         self._buf = buf
+        self._posted = None     # (the buffer, its bytes at the post)
 
     def Cancel(self):
         """Withdraw the receive if no message has matched it yet."""
@@ -178,7 +192,21 @@ class RecvRequest(Request):
                     msg.tag, recv.comm_name, msg.record.describe()))
         if msg.kind == OBJECT:
             return pickling.loads(msg.payload)
+        posted, self._posted = self._posted, None
+        touched = posted is not None and not np.array_equal(
+            posted[0].view(np.uint8), posted[1].view(np.uint8))
         self._deliver_buffer(msg)
+        if touched:
+            record = recv.record
+            raise BufferModifiedError(
+                'rank {} wrote to the buffer of {} before the receive '
+                'completed: MPI forbids touching a pending receive\'s '
+                'buffer (a real MPI may already have written the message '
+                'there, and the write clobbers it, or write it later, '
+                'over the write, by message size and timing); wait for the '
+                'request first (the buffer now holds the message from rank '
+                '{}, tag {})'.format(record.rank, record.describe(),
+                                      msg.source, msg.tag))
         return None
 
     def _deliver_buffer(self, msg):

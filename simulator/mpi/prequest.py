@@ -15,7 +15,7 @@ request lets its operation finish on its own (MPI allows it).
 from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.msgspec import Buffer, parse
 from simulator.mpi.datatypes import DATATYPE_NAMES
-from simulator.mpi.p2p import BUFFER, checked_send
+from simulator.mpi.p2p import BUFFER, checked_send, guard_receive
 from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_ARG
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.partitioned import (PartitionEnd, Partitions, RecvRound,
@@ -178,8 +178,8 @@ class PersistentP2P:
         """A persistent receive."""
         b = message_buffer(buf, 'Recv_init')
         self._peer(source, 'source', True)
-        return Prequest(start=lambda: track(self._irecv(
-            'Recv_init', BUFFER, b, source, tag)))
+        return Prequest(start=lambda: track(guard_receive(self._irecv(
+            'Recv_init', BUFFER, b, source, tag), b)))
 
     def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None,  # noqa
                   source=-1, recvtag=-1):
@@ -189,8 +189,8 @@ class PersistentP2P:
         send = track(self._isend('Isendrecv', BUFFER,
                                  sb.data[:sb.count].copy(), sb.datatype,
                                  dest, sendtag))
-        return PairRequest(send, self._irecv('Isendrecv', BUFFER, rb,
-                                             source, recvtag))
+        return PairRequest(send, guard_receive(self._irecv(
+            'Isendrecv', BUFFER, rb, source, recvtag), rb))
 
     def Isendrecv_replace(self, buf, dest, sendtag=0,
                           source=-1, recvtag=-1):
@@ -199,8 +199,8 @@ class PersistentP2P:
         send = track(self._isend('Isendrecv_replace', BUFFER,
                                  b.data[:b.count].copy(), b.datatype, dest,
                                  sendtag))
-        return PairRequest(send, self._irecv('Isendrecv_replace', BUFFER,
-                                             b, source, recvtag))
+        return PairRequest(send, guard_receive(self._irecv(
+            'Isendrecv_replace', BUFFER, b, source, recvtag), b))
 
     def isendrecv(self, sendobj, dest, sendtag=0, source=-1, recvtag=-1):
         """Object Isendrecv; ``wait()`` returns the received object."""

@@ -134,3 +134,67 @@ def test_adjacent_buffers_and_reuse_after_wait_are_fine():
         again.Wait()
         return buf.tolist()
     assert _overlap_run(body) == [2.0] * 8
+
+
+def _receiver(receive):
+    """Run ``receive(comm, buf)`` on rank 1 (rank 0 sends 4 ones with tag
+    7, and Probes nothing); rank 1's result."""
+    def body(comm):
+        if comm.rank == 0:
+            comm.Send(np.ones(4), dest=1, tag=7)
+            return None
+        return receive(comm, np.zeros(4))
+    return simulator.run(body, 2)[1]
+
+
+def _irecv(comm, buf):
+    return comm.Irecv(buf, source=0, tag=7)
+
+
+def _recv_init(comm, buf):
+    request = comm.Recv_init(buf, source=0, tag=7)
+    request.Start()
+    return request
+
+
+def _mprobe_irecv(comm, buf):
+    return comm.Mprobe(source=0, tag=7).Irecv(buf)
+
+
+def _isendrecv(comm, buf):
+    return comm.Isendrecv(np.zeros(1), 1, 3, buf, 0, 7)
+
+
+@pytest.mark.parametrize('post', [_irecv, _recv_init, _mprobe_irecv,
+                                  _isendrecv])
+def test_writing_a_pending_receives_buffer_is_reported_at_its_wait(post):
+    # Real MPI may have written the message already (the write clobbers
+    # it) or write it later; the simulator delivers at the Wait, which
+    # would hide the race: it reports it, with the message delivered.
+    def receive(comm, buf):
+        request = post(comm, buf)
+        buf[0] = 5.0
+        try:
+            request.Wait()
+        finally:
+            if post is _isendrecv:
+                comm.Recv(np.empty(1), source=1, tag=3)
+        return buf.tolist()
+    with pytest.raises(BufferModifiedError) as info:
+        _receiver(receive)
+    text = str(info.value)
+    assert text.startswith('rank 1 wrote to the buffer of ')
+    assert 'before the receive completed' in text and __file__ in text
+    assert 'holds the message from rank 0, tag 7' in text
+
+
+def test_reading_or_rewriting_a_pending_receives_buffer_is_not_reported():
+    def receive(comm, buf):
+        request = comm.Irecv(buf, source=0, tag=7)
+        before = buf.sum()
+        buf[:] = 0.0                        # the same bits
+        while not request.Test():
+            pass
+        buf[0] = 9.0                        # the receive is over
+        return [before] + buf.tolist()
+    assert _receiver(receive) == [0.0, 9.0, 1.0, 1.0, 1.0]
