@@ -22,6 +22,7 @@ import threading
 import time
 
 from simulator.engine.patches import PatchSet, wrap
+from simulator.errors import RankFailedError, SimulatorError
 
 __all__ = ['Actor', 'RankExit', 'RankCpu', 'current', 'current_actor',
            'enter', 'leave', 'inherit_threads']
@@ -175,20 +176,30 @@ def _start_in_rank(thread):
 
     def run():
         enter(context, actor)
+        broken = None
         try:
             target()
         except RankExit as stop:
             end_rank = getattr(stop, 'end_rank', None)
             if end_rank is not None:    # os._exit() in a helper thread
                 end_rank(world, actor)
-        except BaseException:   # noqa: B902 -- reported as threading does
+        except BaseException as error:  # noqa: B902 -- as threading does
             # Reported here, while the thread is still the rank's, so that
             # the rank's own threading.excepthook sees it (threading would
             # call the hook after this wrapper has left the rank).
             thread._invoke_excepthook(thread)
+            # A rule of MPI broken in a helper thread (its own check, not
+            # another rank's failure) fails the run as in a main thread,
+            # rather than leave the rank to hang or carry on without it.
+            if isinstance(error, SimulatorError) and \
+                    not isinstance(error, RankFailedError):
+                broken = error
         finally:
             leave()
-            world.finish(actor)
+            if broken is None:
+                world.finish(actor)
+            else:
+                world.fail(actor, broken)
 
     thread.run = run
     try:
