@@ -5,7 +5,8 @@ carries on."""
 __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError',
-           'FinalizedError', 'OverlappingBuffersError',
+           'FinalizedError', 'NotInitializedError', 'NotFinalizedError',
+           'ThreadLevelError', 'OverlappingBuffersError',
            'IncompleteRequestWarning']
 
 
@@ -54,6 +55,28 @@ class FinalizedError(SimulatorError):
     as the job's exit status."""
 
     errorcode = 14
+
+
+class NotInitializedError(SimulatorError):
+    """A rank used MPI before ``MPI.Init()`` (``mpi4py.rc.initialize``
+    false). Open MPI aborts such a job with ``errorcode`` (14) as its
+    exit status."""
+
+    errorcode = 14
+
+
+class NotFinalizedError(SimulatorError):
+    """A rank's program ended without ``MPI.Finalize()`` where mpi4py
+    does not finalize at exit (``mpi4py.rc.finalize`` false): mpiexec
+    fails such a job with ``errorcode`` (1)."""
+
+    errorcode = 1
+
+
+class ThreadLevelError(SimulatorError):
+    """A rank used MPI from a thread its thread level does not allow
+    (a worker at ``MPI_THREAD_FUNNELED``, two at once at
+    ``MPI_THREAD_SERIALIZED``): undefined in MPI."""
 
 
 class RankFailedError(SimulatorError):

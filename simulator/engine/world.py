@@ -115,6 +115,9 @@ class World:
         # world rank -> (file, line) of its MPI.Finalize(): nothing but
         # a few queries may follow (see simulator.mpi.Finalize).
         self.finalized = {}
+        # world rank -> how MPI started in it (simulator.mpi's
+        # initialization: mpi4py.rc read at the rank's first MPI use).
+        self.mpi_starts = {}
         # world rank -> {memory owner: [(request, memory)]} of its
         # non-blocking buffer receives, completed ones dropped lazily
         # (simulator.mpi.p2p).

@@ -19,6 +19,7 @@ from simulator.mpi.comm import (COMM_NULL, COMM_SELF, COMM_WORLD, Comm,
                                 Intercomm, Intracomm, _rank_context,
                                 world_comm)  # noqa: F401 -- launch uses it
 from simulator.mpi import finalization as _finalization
+from simulator.mpi import initialization as _initialization
 from simulator.mpi.commattr import (ERRHANDLER_NULL, ERRORS_ABORT,
                                     ERRORS_ARE_FATAL, ERRORS_RETURN,
                                     INFO_ENV, INFO_NULL, Errhandler, Info)
@@ -134,12 +135,15 @@ def Wtick():
 
 
 def Init():
-    """A no-op: a simulated world is initialised by simulator.run."""
+    """Start MPI in the calling rank (with ``mpi4py.rc.initialize``
+    false; otherwise it started at import): ``MPI_THREAD_SINGLE``."""
+    _initialization.init()
 
 
 def Init_thread(required=_constants.THREAD_MULTIPLE):
-    """A no-op; returns THREAD_MULTIPLE."""
-    return _constants.THREAD_MULTIPLE
+    """Start MPI in the calling rank at thread level ``required``, which
+    is what it provides (as Open MPI)."""
+    return _initialization.init(required)
 
 
 def Finalize():
@@ -150,8 +154,9 @@ def Finalize():
 
 
 def Is_initialized():
-    """True inside a simulated rank."""
-    return current() is not None
+    """Whether MPI started in the calling rank (at import, unless
+    ``mpi4py.rc.initialize`` is false, else at Init)."""
+    return _initialization.is_initialized()
 
 
 def Is_finalized():
@@ -160,8 +165,9 @@ def Is_finalized():
 
 
 def Query_thread():
-    """Rank threads may all call MPI."""
-    return _constants.THREAD_MULTIPLE
+    """The calling rank's thread level: what ``mpi4py.rc`` asked for
+    (``MPI_THREAD_MULTIPLE`` unless set) or ``Init_thread`` was given."""
+    return _initialization.query_thread()
 
 
 def Is_thread_main():

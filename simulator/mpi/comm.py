@@ -19,9 +19,11 @@ from simulator.mpi.coll import Collectives
 from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                      CONGRUENT, ERR_COMM, ERR_GROUP, ERR_RANK,
                                      ERR_ROOT, ERR_TAG, IDENT, PROC_NULL,
-                                     SIMILAR, UNDEFINED, UNEQUAL)
+                                     SIMILAR, THREAD_MULTIPLE, UNDEFINED,
+                                     UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.finalization import after_finalize
+from simulator.mpi.initialization import check_thread
 from simulator.mpi.commattr import CommProps
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
@@ -133,10 +135,14 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
             raise MPIException(ERR_COMM, 'operation on COMM_NULL')
         if state.unusable is not None:
             raise MPIException(ERR_COMM, state.unusable)
-        if state.world.finalized and \
-                state.world_rank in state.world.finalized:
-            raise after_finalize(state.world, state.world_rank,
+        world = state.world
+        if world.finalized and state.world_rank in world.finalized:
+            raise after_finalize(world, state.world_rank,
                                  'used {}'.format(state.name))
+        start = world.mpi_starts.get(state.world_rank)
+        if start is None or start.level != THREAD_MULTIPLE or \
+                not start.initialized:
+            check_thread(world, state.world_rank, state.name)
         return state
 
     # -- identity -------------------------------------------------------

@@ -21,6 +21,7 @@ from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.ranklocal import rank_local
+from simulator.mpi.initialization import level_name
 from simulator.mpi.handles import (HandleMixin, handle_argument_error,
                                    register_fixed)
 
@@ -419,7 +420,11 @@ class _EnvironmentHints(collections.UserDict):
 
     @property
     def data(self):
-        return rank_local('mpi.info_env', _environment_hints)
+        hints = rank_local('mpi.info_env', _environment_hints)
+        if 'thread_level' in hints:
+            # the rank's own level, which Init_thread may set later
+            hints['thread_level'] = level_name()
+        return hints
 
     @data.setter
     def data(self, value):
@@ -433,7 +438,7 @@ def _environment_hints():
     the thread level."""
     ctx = current()
     if ctx is None:
-        return {'thread_level': 'MPI_THREAD_MULTIPLE'}
+        return {'thread_level': level_name()}
     env = launch_variables(ctx)
     size = env['OMPI_COMM_WORLD_SIZE']
     # PMIx's namespace is prterun-HOST-PID@JOB: Open MPI keeps the
@@ -443,7 +448,7 @@ def _environment_hints():
             'maxprocs': size, 'soft': size, 'host': ctx.processor_name,
             'arch': platform.machine(),
             'wdir': env['OMPI_MCA_initial_wdir'],
-            'thread_level': 'MPI_THREAD_MULTIPLE',
+            'thread_level': level_name(),
             'ompi_num_apps': env['OMPI_NUM_APP_CTX'],
             'ompi_first_rank': '0', 'ompi_np': size,
             'ompi_positioned_file_dir': '/tmp/ompi.{}/{}/{}'.format(

@@ -252,3 +252,30 @@ def test_a_programs_own_excepthook_reports_its_exception_as_under_mpiexec(
     # One report of the exception: the hook's (or none of its own).
     assert simulated.stderr.count('ValueError: deliberate in rank 1') == \
         real.stderr.count('ValueError: deliberate in rank 1')
+
+
+@pytest.mark.parametrize('how', [
+    'default', 'level=single', 'level=funneled', 'level=serialized',
+    'no-threads', 'env-funneled', 'init', 'init-thread-1', 'init-thread-3',
+    'init-twice'])
+def test_thread_level_and_start_as_mpi4py_rc_asks_match_mpiexec(how):
+    # Query_thread, Is_initialized and INFO_ENV's thread_level as Open MPI
+    # answers for what mpi4py.rc (or MPI4PY_RC_*) asked, Init and
+    # Init_thread included (a second Init: ERR_OTHER).
+    script = _script('mpi_start_probe.py')
+    found = _simulated_payloads(2, script, how)
+    assert len(found) == 2
+    _assert_same_under_mpiexec(found, 2, script, how)
+
+
+@pytest.mark.parametrize('how', ['use-before-init', 'init-no-finalize'])
+def test_use_before_init_and_no_finalize_end_as_under_mpiexec(how):
+    # Open MPI aborts a job that uses MPI before Init (14); a rank that
+    # ends without Finalize when mpi4py will not finalize fails the job (1)
+    script = _script('mpi_start_probe.py')
+    simulated = _simulate(2, script, how)
+    real = _mpiexec(2, script, how)
+    assert simulated.returncode == real.returncode != 0, (
+        simulated.returncode, real.returncode, simulated.stderr[-2000:])
+    assert ('before MPI.Init()' if how == 'use-before-init' else
+            'ended without MPI.Finalize()') in simulated.stderr
