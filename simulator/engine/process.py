@@ -614,6 +614,9 @@ def run_exit_handlers(context):
     state = context.process
     if state is None:
         return
+    # logging's own exit handler came first in a process: it runs last
+    state.exit_handlers.insert(0, (rank_logging.shutdown_rank, (context,),
+                                   {}))
     while state.exit_handlers:
         func, args, kwargs = state.exit_handlers.pop()
         try:

@@ -17,10 +17,26 @@ object in every rank, as libraries keep their module's logger, and the
 hierarchy of parents is one), so are
 the handler objects a rank reaches through them and ``logging``'s own
 globals (``setLoggerClass``, ``addLevelName``, ``captureWarnings``).
+
+A handler belongs to the rank that made it: ``logging.shutdown()`` and
+the handlers ``logging.config.dictConfig``/``fileConfig`` close before
+they configure are the calling rank's own (a process would close its
+own; here rank 1's ``dictConfig`` closed rank 0's log file), and a
+rank's are flushed and closed when its program ends, as a process's at
+exit. Handlers made before the run are the launcher's: no rank closes
+them.
 """
 import logging
+import logging.config
+import weakref
 
-__all__ = ['install']
+from simulator.engine.actors import current
+from simulator.engine.patches import wrap
+
+__all__ = ['install', 'shutdown_rank']
+
+# handler -> the RankContext whose thread made it
+_owners = weakref.WeakKeyDictionary()
 
 # The hierarchy is the process's: getLogger('a') made in one rank becomes
 # the parent of 'a.b' for every rank.
@@ -53,9 +69,73 @@ def install(private_class):
         return fixup(self, alogger)
     logging.Manager._fixupParents = _fixupParents
 
+    undo_handlers = [wrap(logging, '_addHandlerRef', _add_handler_ref_for),
+                     wrap(logging, 'shutdown', _shutdown_for),
+                     wrap(logging.config, '_clearExistingHandlers',
+                          _clear_existing_for)]
+
     def undo():
         logging.Manager._fixupParents = fixup
         for obj, cls in swapped.values():
             obj.__class__ = cls
         swapped.clear()
+        for put_back in undo_handlers:
+            put_back()
     return undo
+
+
+def _own_handler_refs(context):
+    """The weak references in ``logging``'s cleanup list to the handlers
+    ``context``'s rank made."""
+    refs = []
+    for ref in logging._handlerList[:]:
+        handler = ref()
+        if handler is not None and _owners.get(handler) is context:
+            refs.append(ref)
+    return refs
+
+
+def _add_handler_ref_for(real):
+    def _addHandlerRef(handler):
+        context = current()
+        if context is not None:
+            _owners[handler] = context
+        real(handler)
+    return _addHandlerRef
+
+
+def _shutdown_for(real):
+    def shutdown(handlerList=None):
+        if handlerList is None:
+            context = current()
+            handlerList = logging._handlerList if context is None else \
+                _own_handler_refs(context)
+        real(handlerList)
+    return shutdown
+
+
+def _clear_existing_for(real):
+    def _clearExistingHandlers():
+        context = current()
+        if context is None:
+            return real()
+        refs = _own_handler_refs(context)
+        own = {id(ref()) for ref in refs}
+        for name, handler in list(logging._handlers.items()):
+            if id(handler) in own:
+                del logging._handlers[name]
+        logging.shutdown(refs)
+        for ref in refs:
+            try:
+                logging._handlerList.remove(ref)
+            except ValueError:
+                pass
+    return _clearExistingHandlers
+
+
+def shutdown_rank(context):
+    """Flush and close the handlers ``context``'s rank made, as
+    ``logging``'s exit handler does in a process."""
+    refs = _own_handler_refs(context)
+    if refs:
+        logging.shutdown(refs)

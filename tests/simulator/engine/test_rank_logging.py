@@ -60,3 +60,41 @@ def test_the_process_configuration_is_the_ranks_start_and_stays():
         assert logger.level == logging.ERROR and logger.handlers == []
     finally:
         logger.setLevel(logging.NOTSET)
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_dict_config_and_shutdown_close_only_the_ranks_own_handlers(
+        mpi_comm, tmp_path):
+    # Each process's dictConfig closes the handlers it had (none of the
+    # other ranks'), and so does its logging.shutdown().
+    import logging.config
+    rank = mpi_comm.rank
+    name = _NAME + '.dict_config'
+    paths = [tmp_path / 'rank{}.log'.format(r) for r in range(2)]
+    logger = logging.getLogger(name)
+    try:
+        logging.config.dictConfig({
+            'version': 1, 'disable_existing_loggers': False,
+            'handlers': {'file': {'class': 'logging.FileHandler',
+                                  'filename': str(paths[rank]),
+                                  'mode': 'w'}},
+            'loggers': {name: {'level': 'INFO', 'handlers': ['file'],
+                               'propagate': False}}})
+        mpi_comm.Barrier()      # the later rank's dictConfig ran last
+        logger.info('from rank %d', rank)
+        if rank == 0:
+            logging.shutdown()
+        mpi_comm.Barrier()
+        if rank == 1:
+            logger.info('again from rank %d', rank)
+            logging.shutdown()
+        mpi_comm.Barrier()
+        written = paths[rank].read_text()
+    finally:
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+            handler.close()
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+    assert written == {0: 'from rank 0\n',
+                       1: 'from rank 1\nagain from rank 1\n'}[rank]
