@@ -61,8 +61,8 @@ import types
 
 import numpy as np
 
-from simulator.engine import (rank_logging, rank_sys, rank_threading,
-                              rank_warnings)
+from simulator.engine import (rank_builtins, rank_logging, rank_sys,
+                              rank_threading, rank_warnings)
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import caller_is_user, find_spec_without
 from simulator.engine.patches import PatchSet, wrap
@@ -682,6 +682,7 @@ def _install():
 
     undo.append(rank_warnings.install(process_state))
     undo.append(rank_logging.install(_private_class))
+    undo.append(rank_builtins.install(process_state))
     undo.append(rank_threading.install(process_state))
 
     hook = _RegisteredImportHook()

@@ -17,7 +17,7 @@ import os
 import signal
 import warnings
 
-from simulator.engine import process
+from simulator.engine import process, rank_builtins
 from simulator.engine.actors import current
 from simulator.engine.libraries import caller_is_user, is_library_file
 from simulator.engine.patches import PatchSet, wrap
@@ -86,9 +86,15 @@ def _signal_in_rank(original):
     return signal_in_rank
 
 
+def _report_builtin_values():
+    rank_builtins.report_shared[0] = warn_shared
+    return lambda: rank_builtins.report_shared.__setitem__(0, None)
+
+
 def _install():
     sys_dict = process.real_sys_dict()
     return [
+        _report_builtin_values(),
         # Only the user's own calls: libraries (logging, tempfile...) ask
         # all the time, and for them one id is harmless.
         _patch(os, 'getpid', lambda: 'os.getpid()', users_only=True,
