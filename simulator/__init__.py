@@ -26,8 +26,9 @@ its CPU time and a network model; ``clock.summary()`` says where it went.
 Per-rank state lives on ``simulator.current()`` (``rank``, ``world``,
 ``random``: a NumPy RandomState seeded per rank). A rank is a process:
 while a world runs, ``sys.argv``, ``os.environ``, NumPy's and Python's
-global generators, Chainer's global config and the user's own modules are
-private per rank, process-wide changes (``os.chdir``...) are reported, and
+global generators, Chainer's global config, the working directory and the
+user's own modules are private per rank, process-wide changes
+(``sys.setrecursionlimit``...) are reported, and
 ``sys.exit(n)`` ends the rank with status n (see
 :mod:`simulator.engine.process`). Threads a rank starts belong to that
 rank and may call MPI. Code that blocks outside

@@ -607,6 +607,28 @@ def _atexit_unregister_for(real):
     return unregister
 
 
+_CLONE_FS = 0x200       # <sched.h>: the working directory, root and umask
+_unshare = []
+
+
+def own_working_directory():
+    """Give the calling thread (a rank's main thread, at its start) its
+    own working directory and umask, as a process has: Linux's
+    ``unshare(CLONE_FS)``; they start as the process's, and the threads
+    it starts share them with it. False where the platform has no such
+    call (then ``os.chdir`` in a rank is the process's, and reported)."""
+    if not sys.platform.startswith('linux'):
+        return False
+    if not _unshare:
+        import ctypes
+        try:
+            _unshare.append(ctypes.CDLL(None, use_errno=True).unshare)
+        except (OSError, AttributeError):
+            _unshare.append(None)
+    unshare = _unshare[0]
+    return unshare is not None and unshare(_CLONE_FS) == 0
+
+
 def run_exit_handlers(context):
     """Run the rank's atexit handlers, last registered first, as a
     process does at exit: an exception is printed and the next one runs

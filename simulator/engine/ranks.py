@@ -73,6 +73,8 @@ class RankContext:
         # The script's globals when run by python -m simulator (pickle
         # looks classes up there, see simulator.tools.launch).
         self.main_namespace = None
+        # Whether its threads have their own working directory and umask.
+        self.own_directory = False
 
     @property
     def random(self):
@@ -99,6 +101,7 @@ def _rank_main(world, context, actor, main):
     # its children copy is changed.
     threading.current_thread()._daemonic = False
     context.threads.insert(0, threading.current_thread())
+    context.own_directory = process.own_working_directory()
     actors.enter(context, actor)
     try:
         try:

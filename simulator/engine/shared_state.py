@@ -1,9 +1,12 @@
 """Process-wide changes a rank makes that cannot be made private.
 
-The working directory, signal handlers, the recursion limit, the garbage
-collector's settings and the C environment (``os.putenv``; ``os.environ``
-is per rank) belong to the one real process (the standard streams do not: see
-:mod:`simulator.engine.rank_sys`): when a rank changes one of them,
+Signal handlers, the recursion limit, the garbage collector's settings
+and the C environment (``os.putenv``; ``os.environ`` is per rank) belong
+to the one real process (the standard streams do not: see
+:mod:`simulator.engine.rank_sys`; nor do the working directory and umask
+where each rank thread has its own, see
+:func:`simulator.engine.process.own_working_directory`): when a rank
+changes one of them,
 every other rank sees the change, where separate processes would not.
 While a world runs (:func:`reported`), such a call from a rank still
 happens, and a :class:`SharedStateWarning` names the call, the rank and
@@ -39,7 +42,7 @@ _EVERYONE = ('the simulator runs every rank in one process, so all ranks '
 
 def warn_shared(call, consequence=_EVERYONE):
     """Warn that the calling rank made ``call`` (a description such as
-    ``"os.chdir('/tmp')"``), which all ranks see."""
+    ``"sys.setrecursionlimit(100)"``), which all ranks see."""
     context = current()
     if context is None:
         return
@@ -53,18 +56,26 @@ def warn_shared(call, consequence=_EVERYONE):
 
 
 def _patch(owner, name, describe, users_only=False,
-           consequence=_EVERYONE):
+           consequence=_EVERYONE, private=None):
     """Report ``owner.name``'s calls in a rank (``users_only``: only the
     user's own; libraries make these for a moment and undo them, as
-    ``timeit`` disables the collector while it times)."""
+    ``timeit`` disables the collector while it times; ``private(context)``:
+    the rank has its own, nothing to report)."""
     def make(original):
         def call(*args, **kwargs):
-            if not users_only or (current() is not None and
-                                  caller_is_user()):
+            context = current()
+            if (not users_only or (context is not None and
+                                   caller_is_user())) and \
+                    (private is None or context is None or
+                     not private(context)):
                 warn_shared(describe(*args, **kwargs), consequence)
             return original(*args, **kwargs)
         return call
     return wrap(owner, name, make)
+
+
+def _own_directory(context):
+    return context.own_directory
 
 
 def _arguments(name):
@@ -101,8 +112,10 @@ def _install():
                consequence='every rank gets the one process\'s id (separate '
                'processes would get their own): key files and seeds by '
                'rank instead'),
-        _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path)),
-        _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask)),
+        _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path),
+               private=_own_directory),
+        _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask),
+               private=_own_directory),
         wrap(signal, 'signal', _signal_in_rank),
         _patch(sys_dict, 'setrecursionlimit', lambda limit: (
             'sys.setrecursionlimit({})'.format(limit))),

@@ -426,3 +426,33 @@ def test_threading_excepthook_set_by_each_rank_reports_its_threads(mpi_comm):
         threading.excepthook = saved
     assert mine and seen == [(rank, 'from rank {}'.format(rank))]
     assert threading.excepthook is saved
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_working_directory_and_umask_set_by_a_rank_are_its_own(mpi_comm,
+                                                              tmp_path):
+    # A rank that works in its own folder (os.chdir) writes its relative
+    # paths there, its threads too, as a process under mpiexec.
+    import threading
+    rank = mpi_comm.rank
+    start = os.getcwd()
+    folder = tmp_path / 'rank{}'.format(rank)
+    folder.mkdir()
+    old_mask = os.umask(0o077 if rank else 0o022)
+    try:
+        os.chdir(str(folder))
+        mpi_comm.Barrier()      # every rank has moved to its own
+        with open('mine.txt', 'w') as f:
+            f.write(str(rank))
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(os.getcwd()))
+        thread.start()
+        thread.join()
+        mpi_comm.Barrier()
+        here, mask = os.getcwd(), os.umask(0o022)
+    finally:
+        os.chdir(start)
+        os.umask(old_mask)
+    assert here == seen[0] == str(folder)
+    assert (folder / 'mine.txt').read_text() == str(rank)
+    assert mask == (0o077 if rank else 0o022)

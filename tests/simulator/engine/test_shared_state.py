@@ -16,20 +16,28 @@ from simulator.engine.shared_state import SharedStateWarning
 
 
 
-def test_chdir_and_recursion_limit_are_reported_with_rank_and_line(
-        warnings_of):
-    here, limit = os.getcwd(), sys.getrecursionlimit()
+def test_recursion_limit_is_reported_with_rank_and_line(warnings_of):
+    limit = sys.getrecursionlimit()
 
     def body(comm):
         if comm.rank == 1:
-            os.chdir(here)
             sys.setrecursionlimit(limit)
     messages = warnings_of(body, SharedStateWarning)
-    assert len(messages) == 2
-    assert messages[0].startswith("rank 1 called os.chdir({!r}) at {}:".format(
-        here, __file__))
-    assert 'sys.setrecursionlimit({})'.format(limit) in messages[1]
-    assert all('all ranks see this change' in m for m in messages)
+    assert len(messages) == 1
+    assert messages[0].startswith(
+        'rank 1 called sys.setrecursionlimit({}) at {}:'.format(
+            limit, __file__))
+    assert 'all ranks see this change' in messages[0]
+
+
+def test_a_ranks_chdir_and_umask_are_its_own_so_not_reported(warnings_of):
+    # Each rank thread has its own working directory (test_process.py).
+    here = os.getcwd()
+
+    def body(comm):
+        os.chdir(here)
+        os.umask(os.umask(0o022))
+    assert warnings_of(body, SharedStateWarning) == []
 
 
 def test_the_users_collector_and_c_environment_changes_are_reported(
