@@ -1,6 +1,6 @@
 """simulator: an in-process MPI world, every rank a thread.
 
-``simulator.run(fn, size, nodes=1, send_mode='eager', timeout=None,
+``simulator.run(fn, size, nodes=1, send_mode='openmpi', timeout=None,
 seed=None, schedule=None)`` runs ``fn(comm)`` on ``size`` rank threads,
 ``comm`` being each rank's ``simulator.mpi.COMM_WORLD`` (an
 mpi4py-compatible communicator), and returns the per-rank results;

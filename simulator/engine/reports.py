@@ -87,7 +87,7 @@ class Report:
     received; ``missing``: {(comm name, seq): [comm ranks not joined]}
     for collectives; ``history``: {(receiver, comm name, source, tag):
     [CallRecord]} of the last sends received on each channel; ``kind``:
-    'deadlock', 'timeout' or 'unmatched'.
+    'deadlock', 'timeout' or 'unmatched'; ``send_mode``: the world's.
     """
 
     def __init__(self, kind, size):
@@ -102,11 +102,13 @@ class Report:
         self.missing = {}
         self.history = {}       # see World.history
         self.hints = []
+        self.send_mode = None   # the world's (see World.send_waits)
 
     @classmethod
     def from_world(cls, world, kind):
         """Snapshot a world's blocked ranks (``world.lock`` held)."""
         report = cls(kind, world.size)
+        report.send_mode = world.send_mode
         for rank in range(world.size):
             waiting = sorted((a for a in world.actors[rank]
                               if a.waiting is not None),

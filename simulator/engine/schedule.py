@@ -36,10 +36,10 @@ Candidates are only those a real MPI could deliver: for each sender, the
 earliest queued message that matches (non-overtaking), and only if no
 receive posted earlier by the same rank could take it; any message may
 have been delayed in the network, so any such candidate may win. Standard
-sends are eager, as in the default, unless the world's ``send_mode`` is
-``'mixed'``: then each standard send is eager or rendezvous, drawn per
-message from the seed (a real MPI may make any send wait for its
-receive).
+sends complete as the world's ``send_mode`` says (by default as Open MPI's
+eager limit does), unless it is ``'mixed'``: then each standard send is
+eager or rendezvous, drawn per message from the seed (a real MPI may make
+any send wait for its receive).
 
 Two kinds of :class:`Schedule`: seeded (``Schedule(seed)``: the fence
 chooses the decision and the candidate at random) and systematic

@@ -37,10 +37,21 @@ from simulator.engine.actors import Actor, RankExit, current_actor
 from simulator.engine.jobs import Job, block_placement
 from simulator.errors import DeadlockError, RankFailedError
 
-__all__ = ['World', 'SEND_MODES', 'POLL_GRACE', 'host_slots']
+__all__ = ['World', 'SEND_MODES', 'EAGER_BYTES', 'POLL_GRACE', 'host_slots']
 
-# 'mixed': each standard send is eager or rendezvous, as the schedule draws.
-SEND_MODES = ('eager', 'rendezvous', 'mixed')
+# How a standard send completes: 'openmpi' (the default) as Open MPI 5's
+# ob1 does, eager up to the transport's limit (EAGER_BYTES) and waiting
+# for its receive above; 'eager' always buffered; 'rendezvous' always
+# waiting (finds programs that need any buffering); 'mixed' either, as
+# the schedule draws.
+SEND_MODES = ('openmpi', 'eager', 'rendezvous', 'mixed')
+# The largest standard send Open MPI 5.0.11 completes before its receive
+# is posted, by where it goes: the transport's eager limit (btl_self 1024,
+# btl_sm 4096, btl_tcp 65536 bytes) less ob1's 80-byte header. Measured
+# with two ranks that both Send before they Recv: 4016 B returned, 4017 B
+# hung; between nodes (btl tcp) 65456 / 65457 B; a rank to itself 944 /
+# 945 B (2026-11-27).
+EAGER_BYTES = {'self': 1024 - 80, 'node': 4096 - 80, 'network': 65536 - 80}
 # Seconds a rank may poll an unchanging world before it counts as stuck.
 POLL_GRACE = 1.0
 
@@ -70,7 +81,7 @@ class _Failure:
 class World:
     """One simulated MPI job: ``size`` ranks on ``nodes`` hosts."""
 
-    def __init__(self, size, nodes=1, send_mode='eager', seed=None,
+    def __init__(self, size, nodes=1, send_mode='openmpi', seed=None,
                  schedule=None):
         if not isinstance(size, int) or size < 1:
             raise ValueError('world size must be a positive int, got '
@@ -391,6 +402,22 @@ class World:
                                   name='simulator-progress')
         thread.simulator_internal = True    # not a thread of the rank
         thread.start()
+
+    def send_waits(self, rank, dest, nbytes):
+        """Whether a standard send of ``nbytes`` from world rank ``rank``
+        to world rank ``dest`` waits for its receive (``send_mode``)."""
+        mode = self.send_mode
+        if mode == 'openmpi':
+            if dest == rank:
+                limit = EAGER_BYTES['self']
+            elif self.node_of[dest] == self.node_of[rank]:
+                limit = EAGER_BYTES['node']
+            else:
+                limit = EAGER_BYTES['network']
+            return nbytes > limit
+        if self.schedule is not None:
+            return self.schedule.rendezvous(self, rank)
+        return mode == 'rendezvous'
 
     # -- failure ----------------------------------------------------------
     def break_with(self, error):

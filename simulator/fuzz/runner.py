@@ -114,7 +114,7 @@ def _execute(how, command, logdir, size, timeout):
     return Run(how, code, output, _read_logs(logdir, size))
 
 
-def run_simulator(path, size, logdir, timeout=60, send_mode='eager'):
+def run_simulator(path, size, logdir, timeout=60, send_mode='openmpi'):
     """``python -m simulator -n size --send-mode M path logdir``."""
     return _execute('simulator', [sys.executable, '-m', 'simulator', '-n',
                                   str(size), '--send-mode', send_mode,
@@ -194,7 +194,7 @@ def _failure_text(run):
 
 
 def fuzz_one(seed, size, workdir, ops=30, timeout=60, sim_only=False,
-             send_mode='eager', families=None):
+             send_mode='openmpi', families=None):
     """Generate, run both ways and compare one program; return
     (program path, list of difference lines)."""
     source = generate(seed, size, ops, families)
@@ -246,8 +246,9 @@ def _parser():
                         help='seconds per run (default 60)')
     parser.add_argument('--sim-only', action='store_true',
                         help='compare the simulator with itself')
-    parser.add_argument('--send-mode', choices=('eager', 'rendezvous'),
-                        default='eager',
+    parser.add_argument('--send-mode', choices=('openmpi', 'eager',
+                                                'rendezvous'),
+                        default='openmpi',
                         help='the simulator\'s send mode; rendezvous also '
                         'checks that programs need no buffering')
     parser.add_argument('--families', metavar='F,F',

@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 
 from simulator.engine import activity, p2p
-from simulator.engine.reports import Report
+from simulator.engine.reports import Report, register_explainer
+from simulator.engine.world import EAGER_BYTES
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import (BufferModifiedError, MessageMismatchError,
                               OverlappingBuffersError,
@@ -29,6 +30,9 @@ __all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send',
 
 OBJECT = 'object'
 BUFFER = 'buffer'
+# Sends that complete into the attached buffer, never waiting for their
+# receive.
+_BUFFERED = frozenset(('Bsend', 'Ibsend', 'bsend', 'ibsend', 'Bsend_init'))
 
 
 def checked_send(request, b, sent):
@@ -255,6 +259,33 @@ def _untyped(datatype):
                                                       'MPI_PACKED')
 
 
+# Blocking standard sends: under the 'openmpi' send mode, one still
+# pending in a deadlock waits because its message is above the eager limit.
+_STANDARD = frozenset(('Send', 'send', 'Rsend'))
+
+
+@register_explainer
+def _explain_eager_limit(report):
+    """The hint for a deadlock where a blocking standard send waits for
+    its receive because of its size (Open MPI's eager limit)."""
+    if report.kind != 'deadlock' or report.send_mode != 'openmpi':
+        return None
+    waiting = {id(r): rank for rank, r in report.pending.items()
+               if r.op in _STANDARD}
+    sizes = [(waiting[id(m.record)], m.record.op, m.nbytes)
+             for _, m in report.unmatched if id(m.record) in waiting]
+    if not sizes:
+        return None
+    rank, op, nbytes = sizes[0]
+    return ('rank {}\'s {} of {} bytes waits for its receive: Open MPI 5 '
+            'buffers a standard send only up to its eager limit ({} bytes '
+            'to a rank of the same node, {} to another node, {} to itself) '
+            'and the simulator does the same; post the receive first '
+            '(Irecv), or use Sendrecv or Isend'.format(
+                rank, op, nbytes, EAGER_BYTES['node'],
+                EAGER_BYTES['network'], EAGER_BYTES['self']))
+
+
 class PointToPoint:
     """Sends, receives and probes; mixed into ``simulator.mpi.Comm``."""
 
@@ -275,9 +306,9 @@ class PointToPoint:
         msg = p2p.Message(s.rank, tag, kind, payload, datatype, record,
                           len(payload) if kind == OBJECT else
                           payload.nbytes)
-        rendezvous = sync or (
-            world.send_mode == 'rendezvous' if world.schedule is None
-            else world.schedule.rendezvous(world, s.world_rank))
+        # A buffered send never waits; a standard one as the world says.
+        rendezvous = sync or (op not in _BUFFERED and world.send_waits(
+            s.world_rank, s.peers[dest], msg.nbytes))
         if world.clock is not None:
             world.clock.send(record, s.peers[dest], msg.nbytes, rendezvous)
         with world.lock:
@@ -350,7 +381,7 @@ class PointToPoint:
             else request
 
     def send(self, obj, dest, tag=0):
-        """Send a picklable object (eager: returns at once)."""
+        """Send a picklable object (returns once buffered or received)."""
         self._isend('send', OBJECT, pickling.dumps(obj), None,
                     dest, tag, block=True)
 
@@ -399,7 +430,7 @@ class PointToPoint:
         self._send_buffer('Send', buf, dest, tag, block=True)
 
     def Bsend(self, buf, dest, tag=0):
-        """Buffered send: a standard send here (never out of buffer)."""
+        """Buffered send: returns at once (never out of buffer)."""
         self._send_buffer('Bsend', buf, dest, tag, block=True)
 
     def Rsend(self, buf, dest, tag=0):
@@ -417,12 +448,14 @@ class PointToPoint:
                                  checked=True)
 
     def bsend(self, obj, dest, tag=0):
-        """Buffered object send (eager)."""
-        self.send(obj, dest, tag)
+        """Buffered object send: returns at once."""
+        self._isend('bsend', OBJECT, pickling.dumps(obj), None,
+                    dest, tag, block=True)
 
     def ibsend(self, obj, dest, tag=0):
         """Start a buffered object send."""
-        return self.isend(obj, dest, tag)
+        return track(self._isend('ibsend', OBJECT, pickling.dumps(obj),
+                                 None, dest, tag))
 
     def Ssend(self, buf, dest, tag=0):
         """Send a buffer; return once it is received."""

@@ -64,7 +64,7 @@ def _parser():
     parser.add_argument('--nodes', type=int, default=None,
                         help='simulated hosts (processor names node0..; '
                         'default 1, or as the --machine places ranks)')
-    parser.add_argument('--send-mode', default='eager', metavar='MODE',
+    parser.add_argument('--send-mode', default='openmpi', metavar='MODE',
                         choices=_Choices('simulator.engine.world',
                                          'SEND_MODES'),
                         help='%(choices)s (default %(default)s)')

@@ -31,12 +31,14 @@ __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
            'simulated_mpi4py', 'load_code']
 
 
-def run(fn, size, *, nodes=1, send_mode='eager', timeout=None, seed=None,
+def run(fn, size, *, nodes=1, send_mode='openmpi', timeout=None, seed=None,
         clock=None, schedule=None):
     """Run ``fn(comm)`` on ``size`` rank threads; return their results.
 
     ``comm`` is each rank's ``simulator.mpi.COMM_WORLD``. ``nodes`` sets the
     simulated hosts (processor names ``node0``...), ``send_mode`` is
+    ``'openmpi'`` (a standard send is buffered up to Open MPI 5's eager
+    limit, 4016 bytes on one node, and completes when received above),
     ``'eager'`` (buffered sends), ``'rendezvous'`` (a send completes when
     received) or ``'mixed'`` (either, per message, as the schedule draws;
     schedule 0 unless one is given), ``timeout`` a backstop in seconds,

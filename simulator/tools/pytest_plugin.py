@@ -2,7 +2,7 @@
 
 A test that takes the ``mpi_comm`` fixture and carries the ``mpi`` marker::
 
-    @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode='eager',
+    @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode='openmpi',
                      explore=None)
     def test_ring(mpi_comm):
         ...
@@ -61,7 +61,7 @@ def under_mpiexec():
 class WorldSpec:
     """The simulated world a test asks for (size, nodes, send mode)."""
 
-    def __init__(self, size, nodes=1, send_mode='eager', explore=None):
+    def __init__(self, size, nodes=1, send_mode='openmpi', explore=None):
         self.size = size
         self.nodes = nodes
         self.send_mode = send_mode
@@ -93,7 +93,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        'markers', 'mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode="eager", '
+        'markers', 'mpi(sizes=(1, 2, 3, 4, 8), nodes=1, send_mode="openmpi", '
         'explore=None): '
         'a multi-rank test that takes the mpi_comm fixture and runs on the '
         'simulator and under mpiexec')
@@ -135,7 +135,7 @@ def pytest_generate_tests(metafunc):
     kwargs = dict(marker.kwargs) if marker else {}
     sizes = tuple(kwargs.pop('sizes', DEFAULT_SIZES))
     nodes = kwargs.pop('nodes', 1)
-    send_mode = kwargs.pop('send_mode', 'eager')
+    send_mode = kwargs.pop('send_mode', 'openmpi')
     explore = kwargs.pop('explore', None)
     if kwargs:
         raise TypeError('unknown mpi marker arguments: {}'.format(

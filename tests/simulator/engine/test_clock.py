@@ -34,10 +34,12 @@ def _spin(seconds):
 
 
 @pytest.mark.parametrize('estimate', ESTIMATES)
-def test_a_pipeline_of_sends(estimate):
-    # 0 -> 1 -> 2: each hop costs the sender the injection (size /
-    # bandwidth) and the receiver waits for arrival (latency + size /
-    # bandwidth after the send).
+@pytest.mark.parametrize('send_mode', ['eager', 'openmpi'])
+def test_a_pipeline_of_sends(estimate, send_mode):
+    # 0 -> 1 -> 2: the receiver waits for arrival (latency + size /
+    # bandwidth after the send); an eager send costs the sender the
+    # injection (size / bandwidth), one above Open MPI's eager limit
+    # (8000 bytes, the default send mode) the whole transfer.
     def body(comm):
         rank = comm.Get_rank()
         buf = np.zeros(NBYTES, np.uint8)
@@ -47,11 +49,11 @@ def test_a_pipeline_of_sends(estimate):
             comm.Send(buf, rank + 1)
         return MPI.Wtime(), time.perf_counter()
     clock = _clock(estimate=estimate)
-    results = simulator.run(body, 3, clock=clock)
-    inject = NBYTES / BANDWIDTH
+    results = simulator.run(body, 3, clock=clock, send_mode=send_mode)
+    send = NBYTES / BANDWIDTH if send_mode == 'eager' else HOP
     c = clock.clocks
-    assert c[0].now == pytest.approx(inject, abs=1e-6)
-    assert c[1].now == pytest.approx(HOP + inject, abs=1e-6)
+    assert c[0].now == pytest.approx(send, abs=1e-6)
+    assert c[1].now == pytest.approx(HOP + send, abs=1e-6)
     assert c[2].now == pytest.approx(2 * HOP, abs=1e-6)
     # rank 2 waited one hop for rank 1's send, then one transfer
     assert c[2].comm == pytest.approx(HOP, abs=1e-6)

@@ -387,3 +387,22 @@ def test_object_receive_from_proc_null_counts_zero_bytes(mpi_comm, MPI):
     assert got is None and status.Get_count() == 0
     assert mpi_comm.irecv(source=MPI.PROC_NULL).wait(status) is None
     assert status.Get_count() == 0
+
+
+@pytest.mark.mpi(sizes=(1, 2, 4))
+def test_standard_sends_up_to_open_mpis_eager_limit_need_no_receive(
+        mpi_comm, MPI):
+    # Open MPI 5 (and the simulator's default send mode) buffers a
+    # standard send of up to 4016 bytes to another rank of the node, 944
+    # to itself: every rank Sends to its neighbour and to itself before
+    # it receives. (Above those sizes both hang: the simulator reports
+    # it, see tests/simulator/mpi/test_p2p.py.)
+    right, left = _neighbours(mpi_comm)
+    rank = mpi_comm.Get_rank()
+    size = 944 if right == rank else 4016       # one rank: itself
+    mpi_comm.Send(np.full(size, rank, np.uint8), dest=right, tag=1)
+    mpi_comm.send(bytes(900), dest=rank, tag=2)
+    got = np.empty(size, np.uint8)
+    mpi_comm.Recv(got, source=left, tag=1)
+    assert mpi_comm.recv(source=rank, tag=2) == bytes(900)
+    assert (got == left).all()

@@ -198,3 +198,36 @@ def test_reading_or_rewriting_a_pending_receives_buffer_is_not_reported():
         buf[0] = 9.0                        # the receive is over
         return [before] + buf.tolist()
     assert _receiver(receive) == [0.0, 9.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize('nbytes,to_self', [(4017, False), (945, True),
+                                            (10 ** 6, False)])
+def test_a_send_above_open_mpis_eager_limit_waits_for_its_receive(
+        nbytes, to_self):
+    # Under mpiexec both ranks hang in Send (Open MPI 5.0.11, measured):
+    # the simulator's default send mode reports the deadlock and why.
+    from simulator.errors import DeadlockError
+
+    def body(comm):
+        peer = comm.rank if to_self else 1 - comm.rank
+        comm.Send(np.zeros(nbytes, np.uint8), dest=peer, tag=5)
+        comm.Recv(np.empty(nbytes, np.uint8), source=peer, tag=5)
+    with pytest.raises(DeadlockError) as info:
+        simulator.run(body, 1 if to_self else 2)
+    text = str(info.value)
+    assert 'blocked in Send(peer=' in text
+    assert "Send of {} bytes waits for its receive: Open MPI 5".format(
+        nbytes) in text
+    assert simulator.run(body, 1 if to_self else 2,
+                         send_mode='eager') == [None] * (1 if to_self else 2)
+
+
+def test_a_buffered_send_never_waits_for_its_receive():
+    def body(comm):
+        peer = 1 - comm.rank
+        comm.Bsend(np.zeros(10 ** 5, np.uint8), dest=peer, tag=5)
+        comm.bsend(bytes(10 ** 5), dest=peer, tag=6)
+        got = np.empty(10 ** 5, np.uint8)
+        comm.Recv(got, source=peer, tag=5)
+        return len(comm.recv(source=peer, tag=6))
+    assert simulator.run(body, 2, send_mode='rendezvous') == [10 ** 5] * 2
