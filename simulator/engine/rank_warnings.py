@@ -10,7 +10,17 @@ vanishing under ``assertRaises(UserWarning)``). While worlds run, the
 values), for Python code and for the C implementation of ``warn``, which
 reads them as attributes of the module. ``filterwarnings``,
 ``simplefilter`` and ``resetwarnings`` change the calling rank's list.
+
+Which warnings were shown already is a process's too: ``warnings.warn``
+keeps that in the ``__warningregistry__`` of the module the warning is
+attributed to, and the "once" action in ``onceregistry``. A library
+module is one for all ranks, so a library's warning showed in the first
+rank only (under mpiexec in each process), and a rank whose filter turns
+it into an error got nothing once another rank had shown it. In a rank,
+``warnings.warn`` (as libraries call it, through the module) keeps its
+registries per rank, and ``onceregistry`` is the rank's.
 """
+import sys
 import types
 import warnings
 
@@ -18,7 +28,7 @@ from simulator.engine.rank_sys import rank_setter
 
 __all__ = ['install']
 
-_PRIVATE = ('filters', 'showwarning', '_showwarnmsg_impl')
+_PRIVATE = ('filters', 'showwarning', '_showwarnmsg_impl', 'onceregistry')
 _KEY = ('warnings',)
 
 
@@ -41,6 +51,8 @@ def install(process_state):
             own = state.objects[_KEY] = {name: shared[name]
                                          for name in _PRIVATE}
             own['filters'] = list(own['filters'])
+            own['onceregistry'] = dict(own['onceregistry'])
+            own['registries'] = {}  # id(module globals) -> (them, registry)
         return own
 
     def attribute(name):
@@ -85,12 +97,34 @@ def install(process_state):
         warnings._showwarnmsg_impl(msg)
 
     shared = _module_dict()
+    real_warn, real_warn_explicit = shared['warn'], shared['warn_explicit']
+
+    def warn(message, category=None, stacklevel=1, source=None):
+        own = own_state()
+        if own is None:
+            return real_warn(message, category, stacklevel + 1, source)
+        frame = _attributed_frame(stacklevel)
+        if frame is None:       # above the stack, as warnings says it
+            module_globals, filename, lineno = sys.__dict__, 'sys', 1
+        else:
+            module_globals = frame.f_globals
+            filename, lineno = frame.f_code.co_filename, frame.f_lineno
+        registries = own['registries']
+        entry = registries.get(id(module_globals))
+        if entry is None or entry[0] is not module_globals:
+            entry = registries[id(module_globals)] = (module_globals, {})
+        return real_warn_explicit(
+            message, _category(message, category), filename, lineno,
+            module_globals.get('__name__', '<string>'), entry[1],
+            module_globals, source)
+
     saved = {name: shared[name] for name in ('_add_filter',
                                              'resetwarnings',
-                                             '_showwarnmsg')}
+                                             '_showwarnmsg', 'warn')}
     shared['_add_filter'] = _add_filter
     shared['resetwarnings'] = resetwarnings
     shared['_showwarnmsg'] = _showwarnmsg
+    shared['warn'] = warn
     original_class = warnings.__class__
     warnings.__class__ = private
 
@@ -98,3 +132,36 @@ def install(process_state):
         warnings.__class__ = original_class
         shared.update(saved)
     return undo
+
+
+def _internal(frame):
+    filename = frame.f_code.co_filename
+    return 'importlib' in filename and '_bootstrap' in filename
+
+
+def _attributed_frame(stacklevel):
+    """The frame a warning of ``stacklevel`` is attributed to, as the
+    interpreter's ``warn`` finds it (import machinery frames skipped),
+    from the caller of the ``warn`` that called this; None above the
+    stack."""
+    frame = sys._getframe(2)
+    skip = stacklevel > 0 and not _internal(frame)
+    for _ in range(stacklevel - 1):
+        frame = frame.f_back
+        while skip and frame is not None and _internal(frame):
+            frame = frame.f_back
+        if frame is None:
+            break
+    return frame
+
+
+def _category(message, category):
+    """The warning's category, as ``warnings.warn`` decides it."""
+    if isinstance(message, Warning):
+        return type(message)
+    if category is None:
+        return UserWarning
+    if not (isinstance(category, type) and issubclass(category, Warning)):
+        raise TypeError('category must be a Warning subclass, not '
+                        "'{}'".format(type(category).__name__))
+    return category

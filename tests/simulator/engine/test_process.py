@@ -8,6 +8,7 @@ import io
 import os
 import random
 import subprocess
+import warnings
 import sys
 import threading
 import time
@@ -456,3 +457,29 @@ def test_working_directory_and_umask_set_by_a_rank_are_its_own(mpi_comm,
     assert here == seen[0] == str(folder)
     assert (folder / 'mine.txt').read_text() == str(rank)
     assert mask == (0o077 if rank else 0o022)
+
+
+def _warn_from_a_shared_module():
+    # (this test module was imported before the world: one for all ranks)
+    warnings.warn('simulator test: a shared module\'s warning', UserWarning)
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_a_shared_modules_warning_shows_once_in_each_rank(mpi_comm):
+    # Which warnings were shown is each process's: rank 1's is not
+    # silenced because rank 0 showed it, and an "error" filter of one
+    # rank still raises.
+    rank = mpi_comm.rank
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('default')
+        mpi_comm.Barrier()      # every rank's filters are set
+        for turn in range(mpi_comm.size):
+            if turn == rank:
+                _warn_from_a_shared_module()
+                _warn_from_a_shared_module()    # the same location: not
+            mpi_comm.Barrier()
+        warnings.simplefilter('error')
+        with pytest.raises(UserWarning):
+            _warn_from_a_shared_module()
+    assert [str(w.message) for w in caught] == [
+        "simulator test: a shared module's warning"]
