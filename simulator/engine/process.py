@@ -42,7 +42,13 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   by host sees the nodes;
 - ``time.process_time()`` (and ``_ns``): the CPU time of the rank's own
   threads (its main thread and those it started), not of every rank's,
-  so a rank that times its own work with it sees what its process would.
+  so a rank that times its own work with it sees what its process would;
+- the program's own ``os.getpid()``: the kernel id of the rank's main
+  thread, the same in all its threads and unique per rank, so names and
+  seeds made from it differ between ranks as between processes (the
+  libraries' calls get the process's id, which they look the process up
+  by);
+- the working directory and umask (:func:`own_working_directory`).
 
 Outside a rank everything is the process's own object, unchanged. User
 modules are made private by :mod:`simulator.engine.modules`; calls that
@@ -654,6 +660,20 @@ def run_exit_handlers(context):
                                       error.__traceback__, file=sys.stderr)
 
 
+def _getpid_for(real):
+    def getpid():
+        # The program's own calls get the rank's id, unique per rank as
+        # a process id (its main thread's id in the kernel: a real one,
+        # that signals and /proc/<id> reach); libraries (logging,
+        # tempfile, multiprocessing) keep the process's, which they use
+        # to find the process itself.
+        context = current()
+        if context is None or context.pid is None or not caller_is_user():
+            return real()
+        return context.pid
+    return getpid
+
+
 def _gethostname_for(real):
     def gethostname():
         context = current()
@@ -690,6 +710,7 @@ def _install():
     undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
              wrap(os, '_exit', _exit_for),
              wrap(socket, 'gethostname', _gethostname_for),
+             wrap(os, 'getpid', _getpid_for),
              wrap(time, 'process_time', _process_time_for),
              wrap(time, 'process_time_ns',
                   lambda real: _process_time_for(real, ns=True)),

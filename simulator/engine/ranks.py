@@ -75,6 +75,9 @@ class RankContext:
         self.main_namespace = None
         # Whether its threads have their own working directory and umask.
         self.own_directory = False
+        # What the program's os.getpid() answers: its main thread's id in
+        # the kernel (set as it starts), unique as a process id is.
+        self.pid = None
 
     @property
     def random(self):
@@ -102,6 +105,7 @@ def _rank_main(world, context, actor, main):
     threading.current_thread()._daemonic = False
     context.threads.insert(0, threading.current_thread())
     context.own_directory = process.own_working_directory()
+    context.pid = threading.get_native_id()
     actors.enter(context, actor)
     try:
         try:

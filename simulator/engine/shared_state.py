@@ -10,10 +10,7 @@ changes one of them,
 every other rank sees the change, where separate processes would not.
 While a world runs (:func:`reported`), such a call from a rank still
 happens, and a :class:`SharedStateWarning` names the call, the rank and
-the user's file:line so the difference is never silent. The process id
-is one too: the user's own ``os.getpid()`` in a rank is reported (every
-rank gets the same id; a made-up one would break the libraries that look
-the process up by it).
+the user's file:line so the difference is never silent.
 """
 import gc
 import os
@@ -106,12 +103,6 @@ def _install():
     sys_dict = process.real_sys_dict()
     return [
         _report_builtin_values(),
-        # Only the user's own calls: libraries (logging, tempfile...) ask
-        # all the time, and for them one id is harmless.
-        _patch(os, 'getpid', lambda: 'os.getpid()', users_only=True,
-               consequence='every rank gets the one process\'s id (separate '
-               'processes would get their own): key files and seeds by '
-               'rank instead'),
         _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path),
                private=_own_directory),
         _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask),

@@ -483,3 +483,31 @@ def test_a_shared_modules_warning_shows_once_in_each_rank(mpi_comm):
             _warn_from_a_shared_module()
     assert [str(w.message) for w in caught] == [
         "simulator test: a shared module's warning"]
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_each_rank_has_its_own_process_id(mpi_comm):
+    # Names and seeds made from os.getpid() differ between ranks; the id
+    # is the same in the rank's threads.
+    import threading
+    pid = os.getpid()
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(os.getpid()))
+    thread.start()
+    thread.join()
+    pids = mpi_comm.allgather(pid)
+    assert seen == [pid]
+    assert len(set(pids)) == mpi_comm.size
+    os.kill(pid, 0)     # a real id: the signal 0 reaches a live process
+
+
+@pytest.mark.simulator_only('checks what libraries get of the process id')
+def test_a_librarys_process_id_is_the_processes():
+    import logging
+    import simulator
+
+    def body(comm):
+        return os.getpid(), logging.makeLogRecord({}).process
+    results = simulator.run(body, 2)
+    assert [library for _, library in results] == [os.getpid()] * 2
+    assert len({mine for mine, _ in results} | {os.getpid()}) == 3

@@ -2,7 +2,6 @@
 rank and the user's line (simulator.engine.shared_state). Only the
 simulator shares these between ranks, so these tests are in-process."""
 import io
-import logging
 import os
 import signal
 import sys
@@ -10,7 +9,6 @@ import warnings
 
 import pytest
 
-import simulator
 from simulator.engine.shared_state import SharedStateWarning
 
 
@@ -81,25 +79,6 @@ def test_signal_handler_in_a_rank_is_reported_and_not_installed(warnings_of):
     messages = warnings_of(body, SharedStateWarning, 1)
     assert 'not installed' in messages[0]
     assert signal.getsignal(signal.SIGUSR1) is before
-
-
-def test_the_users_getpid_is_reported_and_a_librarys_is_not():
-    def body(comm):
-        record = logging.makeLogRecord({})     # logging asks for the pid
-        return os.getpid(), record.process
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        results = simulator.run(body, 2)
-    messages = [str(w.message) for w in caught
-                if issubclass(w.category, SharedStateWarning)]
-    # one id for both ranks, said once per rank, at the user's line only
-    assert [r for r, _ in results] == [os.getpid()] * 2
-    assert [p for _, p in results] == [os.getpid()] * 2
-    assert len(messages) == 2
-    assert sorted(m.split(' called')[0] for m in messages) == [
-        'rank 0', 'rank 1']
-    assert all("os.getpid() at {}:".format(__file__) in m and
-               'the one process\'s id' in m for m in messages)
 
 
 def test_outside_a_run_nothing_is_reported():
