@@ -261,6 +261,9 @@ class VirtualTime:
         self._set_scales()
         self._bases = {name: real() for name, real in _REAL.items()}
         self.core = _launching_core() if self.one_core else None
+        # What a rank kept on that core answers for its affinity.
+        self._cores = os.sched_getaffinity(0) if self.core is not None \
+            else None
 
     def _set_scales(self):
         per_node = {}
@@ -300,6 +303,13 @@ class VirtualTime:
                 # where it may, its compute merely noisier.
                 st.cores = None
         st.mark = _thread_time()
+
+    def unpinned_cores(self):
+        """The cores the launcher had, for a rank thread kept on one core
+        (None for a thread that is not)."""
+        if getattr(self._local, 'cores', None) is None:
+            return None
+        return self._cores
 
     def thread_ended(self, rank):
         """The thread's last compute counts; the thread gets its cores
@@ -511,6 +521,7 @@ _patch_lock = threading.Lock()
 _patched = 0
 _rebound = []           # (module dict, name, real function)
 _saved_import = []
+_saved_affinity = []
 
 
 def _virtual_function(name, real, ns):
@@ -587,6 +598,22 @@ def _gc_phase(phase, info):
         ctx.world.clock.uncounted(spent)
 
 
+def _unpinned_affinity(real):
+    def sched_getaffinity(pid):
+        # A rank thread that virtual time keeps on one core answers with
+        # the cores it had (a program sizing its pools by them would see
+        # one core, where its process under mpiexec sees the machine's).
+        ctx = current()
+        if ctx is not None and ctx.world.clock is not None and (
+                pid == 0 or pid == getattr(ctx, 'pid', None)):
+            cores = ctx.world.clock.unpinned_cores()
+            if cores is not None:
+                return set(cores)
+        return real(pid)
+    sched_getaffinity.simulator_virtual = True
+    return sched_getaffinity
+
+
 def _rebinding_candidates():
     # Libraries keep references they took at import time (Chainer's
     # trainer: ``_get_time = time.perf_counter``). The standard library's
@@ -633,6 +660,10 @@ def patch_time():
             _saved_import.append(builtins.__import__)
             builtins.__import__ = _uncounted_import(builtins.__import__)
             gc.callbacks.append(_gc_phase)
+            if hasattr(os, 'sched_getaffinity'):
+                _saved_affinity.append(os.sched_getaffinity)
+                os.sched_getaffinity = _unpinned_affinity(
+                    os.sched_getaffinity)
             for namespace in _rebinding_candidates():
                 for key, value in list(namespace.items()):
                     # By identity: module globals may hash or compare
@@ -653,6 +684,8 @@ def patch_time():
                 time.sleep = _REAL_SLEEP
                 builtins.__import__ = _saved_import.pop()
                 gc.callbacks.remove(_gc_phase)
+                if _saved_affinity:
+                    os.sched_getaffinity = _saved_affinity.pop()
                 for namespace, key, real in _rebound:
                     if getattr(namespace.get(key), 'simulator_virtual',
                                False):

@@ -117,15 +117,29 @@ def test_prediction_does_not_depend_on_the_cores_the_simulation_had():
     assert 0.5 < ratio < 2.0, (alone, crowded)
 
 
+def _kernel_affinity():
+    # The calling thread's cores as the kernel has them (a rank's
+    # os.sched_getaffinity answers as its process would: see below).
+    with open('/proc/thread-self/status') as f:
+        for line in f:
+            if line.startswith('Cpus_allowed_list:'):
+                cores = set()
+                for part in line.split(':')[1].strip().split(','):
+                    first, _, last = part.partition('-')
+                    cores.update(range(int(first), int(last or first) + 1))
+                return cores
+    raise AssertionError('no Cpus_allowed_list')
+
+
 def _affinities(one_core):
     # Each rank's own affinity, and that of a thread the rank starts.
     def body(comm):
         seen = []
         child = threading.Thread(
-            target=lambda: seen.append(os.sched_getaffinity(0)))
+            target=lambda: seen.append(_kernel_affinity()))
         child.start()
         child.join()
-        return os.sched_getaffinity(0), seen[0]
+        return _kernel_affinity(), seen[0]
     clock = VirtualTime(Machine('slow', Link('intra', LATENCY, BANDWIDTH)),
                         compute_scale=TINY, one_core=one_core)
     return clock, simulator.run(body, 3, clock=clock)
@@ -442,3 +456,23 @@ def _gc_phase_removed():
     import gc
     return not any(getattr(f, '__module__', '') ==
                    'simulator.engine.clock' for f in gc.callbacks)
+
+
+@pytest.mark.skipif(not hasattr(os, 'sched_getaffinity'),
+                    reason='the platform has no thread affinity')
+def test_a_rank_kept_on_one_core_sees_the_cores_its_process_would():
+    # The rank threads share one core (one_core); a program that sizes
+    # its pools by its affinity still sees the launcher's cores, in its
+    # threads too.
+    def body(comm):
+        seen = []
+        child = threading.Thread(
+            target=lambda: seen.append(sorted(os.sched_getaffinity(0))))
+        child.start()
+        child.join()
+        return sorted(os.sched_getaffinity(0)), sorted(
+            os.sched_getaffinity(os.getpid())), seen[0]
+    launcher = sorted(os.sched_getaffinity(0))
+    clock = _clock()
+    assert simulator.run(body, 2, clock=clock) == [(launcher,) * 3] * 2
+    assert sorted(os.sched_getaffinity(0)) == launcher
