@@ -12,7 +12,7 @@ import traceback
 
 from simulator.engine.libraries import is_library_file
 
-__all__ = ['capture', 'resolve', 'CallRecord', 'user_frame']
+__all__ = ['capture', 'resolve', 'CallRecord', 'user_frame', 'user_site']
 
 _MAX_DEPTH = 64
 _getframe = sys._getframe
@@ -62,6 +62,13 @@ def user_frame(frames):
         if not is_library_file(filename):
             return filename, lineno, name
     return frames[0] if frames else ('?', 0, '?')
+
+
+def user_site(skip=1):
+    """``'file:line'`` of the user's code that called (``skip`` frames
+    up from the caller of this) into the simulator."""
+    filename, lineno, _ = user_frame(resolve(capture(skip + 1)))
+    return '{}:{}'.format(filename, lineno)
 
 
 class CallRecord:

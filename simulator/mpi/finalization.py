@@ -10,15 +10,10 @@ rank, the line and where it finalized. Finalize itself does not wait for
 the other ranks.
 """
 from simulator.engine.actors import current
-from simulator.engine.trace import capture, resolve, user_frame
+from simulator.engine.trace import user_site
 from simulator.errors import FinalizedError
 
 __all__ = ['finalize', 'is_finalized', 'after_finalize']
-
-
-def _user_site(skip):
-    filename, lineno, _ = user_frame(resolve(capture(skip + 1)))
-    return '{}:{}'.format(filename, lineno)
 
 
 def finalize():
@@ -29,7 +24,7 @@ def finalize():
     world = ctx.world
     if ctx.rank in world.finalized:
         raise after_finalize(world, ctx.rank, 'called Finalize again')
-    world.finalized[ctx.rank] = _user_site(2)
+    world.finalized[ctx.rank] = user_site(2)
 
 
 def is_finalized():
@@ -45,5 +40,5 @@ def after_finalize(world, rank, what):
         'rank {} {} at {} after MPI.Finalize() at {}: MPI allows only '
         'Wtime, Get_version, Is_initialized and Is_finalized after '
         'Finalize (Open MPI aborts the job, exit status {})'.format(
-            rank, what, _user_site(2), world.finalized[rank],
+            rank, what, user_site(2), world.finalized[rank],
             FinalizedError.errorcode))

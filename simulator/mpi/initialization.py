@@ -29,7 +29,7 @@ import os
 import sys
 
 from simulator.engine.actors import current, current_actor
-from simulator.engine.trace import capture, resolve, user_frame
+from simulator.engine.trace import user_site
 from simulator.errors import (NotFinalizedError, NotInitializedError,
                               ThreadLevelError)
 from simulator.mpi.constants import ERR_OTHER
@@ -127,11 +127,6 @@ def start_of(world, rank):
     return start
 
 
-def _user_site(skip):
-    filename, lineno, _ = user_frame(resolve(capture(skip + 1)))
-    return '{}:{}'.format(filename, lineno)
-
-
 def init(required=None):
     """``MPI.Init()`` (``required`` None: ``MPI_THREAD_SINGLE``, as
     Open MPI's ``MPI_Init``) or ``MPI.Init_thread(required)`` in the
@@ -146,16 +141,16 @@ def init(required=None):
         raise MPIException(ERR_OTHER, 'rank {} called {} at {}, but MPI is '
                            'already initialized in it ({}): MPI starts once '
                            'per process'.format(ctx.rank, call,
-                                                _user_site(2), start.origin))
+                                                user_site(2), start.origin))
     level = THREAD_SINGLE if required is None else required
     if level not in _LEVELS.values():
         raise MPIException(ERR_OTHER, 'rank {} called {} at {}: not a '
                            'thread level (MPI.THREAD_SINGLE... '
                            'MPI.THREAD_MULTIPLE)'.format(
-                               ctx.rank, call, _user_site(2)))
+                               ctx.rank, call, user_site(2)))
     start.initialized = True
     start.level = level
-    start.origin = '{} at {}'.format(call, _user_site(2))
+    start.origin = '{} at {}'.format(call, user_site(2))
     return level
 
 
@@ -195,7 +190,7 @@ def check_thread(world, rank, what):
         raise NotInitializedError(
             'rank {} used {} at {} before MPI.Init(): {}, so MPI starts '
             'at MPI.Init() or MPI.Init_thread() (Open MPI aborts the job, '
-            'exit status {})'.format(rank, what, _user_site(2),
+            'exit status {})'.format(rank, what, user_site(2),
                                      start.origin,
                                      NotInitializedError.errorcode))
     actor = current_actor()
@@ -208,7 +203,7 @@ def check_thread(world, rank, what):
             '{} here ({}): only the main thread may call MPI at that '
             'level; call MPI from the main thread or ask for '
             'MPI_THREAD_MULTIPLE (mpi4py\'s default)'.format(
-                rank, what, _user_site(2), actor.name,
+                rank, what, user_site(2), actor.name,
                 LEVEL_NAMES[start.level], start.origin))
     for other in world.actors[rank]:
         if other is not actor and other.waiting is not None:
@@ -219,7 +214,7 @@ def check_thread(world, rank, what):
                 'MPI_THREAD_SERIALIZED here ({}): its threads may call MPI '
                 'only one at a time; ask for MPI_THREAD_MULTIPLE (mpi4py\'s '
                 'default) or let one thread at a time call MPI'.format(
-                    rank, what, _user_site(2), actor.name, name,
+                    rank, what, user_site(2), actor.name, name,
                     other.waiting.describe(), start.origin))
 
 
