@@ -51,14 +51,16 @@ def _start(comm, op, signature, arg, combine=None, detail=None,
 
 
 def _run(comm, op, signature, arg, finish=None, combine=None,
-         stay=False, after=None, watch=None):
+         stay=False, after=None, watch=None, receives=None):
     """One collective: arrive, wait, finish, leave; ``after(out)`` runs
     on this rank's output once every rank has left.
 
     An ``I``-named op (``Igather``...) is the same collective started
     without waiting: it returns a request that completes it, and that
     checks then that ``watch`` (the caller's send memory, None when it is
-    also written by the call) still holds what it held at the start.
+    also written by the call) still holds what it held at the start, and
+    that ``receives`` (the receive Buffer ``finish`` writes) held still
+    until ``finish``.
     """
     if op in _NONBLOCKING:
         # MPI lets every rank complete its request on its own: a rank
@@ -75,7 +77,8 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
             guard = _guard(watch, arg if same else None)
         s, slot, record = _start(comm, op, signature, arg, combine)
         return _CollectiveRequest(s, slot, record, finish, after=after,
-                                  guard=guard)
+                                  guard=guard,
+                                  posted=_receive_guard(receives))
     # Without ``finish`` the outputs are complete once the slot is ready
     # (or there are none): nobody needs to wait for departures.
     s, slot, record = _start(comm, op, signature, arg, combine,
@@ -116,6 +119,18 @@ def _guard(memory, copy=None):
         # the check would take for a write.
         copy = memory.view(np.uint8).copy().view(memory.dtype)
     return memory, copy
+
+
+def _receive_guard(buf):
+    """[(part, its bytes now)] of the caller's memory that receive
+    Buffer ``buf`` stands for (none for IN_PLACE, a packed copy or
+    nothing): what a pending collective's ``finish`` will write."""
+    if buf is None or buf.in_place or buf.scatter is not None or \
+            buf.data is None:
+        return None
+    parts = [buf.part(i) for i in range(len(buf.counts))] \
+        if buf.counts is not None else [buf.head()]
+    return [_guard(part) for part in parts if part.size] or None
 
 
 # Non-blocking collectives built by _run from their blocking algorithm.
@@ -170,7 +185,7 @@ class _CollectiveRequest(Request):
     (and, with ``stay``, left: others read this rank's buffers)."""
 
     def __init__(self, state, slot, record, finish=None, stay=False,
-                 after=None, guard=None):
+                 after=None, guard=None, posted=None):
         super().__init__(activity.Condition(state.world, record.rank,
                                             record, self._ready))
         self._state_ = state
@@ -181,6 +196,8 @@ class _CollectiveRequest(Request):
         self._left = False
         self._out = None
         self._guard = guard
+        self._posted = posted       # the receive memory, see _receive_guard
+        self._touched = False
         if record.op[0] == 'I':     # the program's non-blocking call
             track(self)
 
@@ -210,12 +227,26 @@ class _CollectiveRequest(Request):
                 'non-blocking collective (a real MPI may have sent the old '
                 'contents or the new, by timing); wait for the request '
                 'first'.format(self.record.rank, self.record.describe()))
+        if self._touched:
+            self._touched = False
+            raise BufferModifiedError(
+                'rank {} wrote to the receive buffer of {} before the '
+                'request completed: MPI forbids touching the buffers of a '
+                'pending non-blocking collective (a real MPI may already '
+                'have written its data there, which the write clobbers, or '
+                'write it later, by timing); wait for the request first '
+                '(the buffer now holds the collective\'s data)'.format(
+                    self.record.rank, self.record.describe()))
         return None
 
     def _part(self):
         clock = self._state_.world.clock
         if clock is not None:
             clock.collective(self._state_.world_rank, self._slot)
+        posted, self._posted = self._posted, None
+        self._touched = posted is not None and not all(
+            np.array_equal(memory.view(np.uint8), copy.view(np.uint8))
+            for memory, copy in posted)
         try:
             if self._finish_fn is not None:
                 self._out = self._finish_fn(self._state_, self._slot)
@@ -337,7 +368,8 @@ def _gather(self, op, sendbuf, recvbuf, root, vector):
             recv.flush()
     sig = (('root', root),) if vector else (('root', root),)
     return _run(self, op, sig, mine, finish, stay=True,
-                watch=None if send.in_place else mine)
+                watch=None if send.in_place else mine,
+                receives=None if send.in_place else recv)
 
 
 def _scatter(self, op, sendbuf, recvbuf, root):
@@ -362,7 +394,8 @@ def _scatter(self, op, sendbuf, recvbuf, root):
               st.rank, root)
         recv.flush()
     return _run(self, op, (('root', root),), send, finish, stay=True,
-                watch=send.data if at_root else None)
+                watch=send.data if at_root else None,
+                receives=None if in_place else recv)
 
 
 def _allgather(self, op, sendbuf, recvbuf):
@@ -381,7 +414,8 @@ def _allgather(self, op, sendbuf, recvbuf):
                 _copy(recv.part(r), slot.args[r], op, st.name, st.rank, r)
         recv.flush()
     return _run(self, op, (('dtype', str(recv.dtype)),), mine, finish,
-                stay=True, watch=None if in_place else mine)
+                stay=True, watch=None if in_place else mine,
+                receives=None if in_place else recv)
 
 
 def _alltoall(self, op, sendbuf, recvbuf):
@@ -409,7 +443,8 @@ def _alltoall(self, op, sendbuf, recvbuf):
                   st.rank, r)
         recv.flush()
     return _run(self, op, (('dtype', str(recv.dtype)),), send, finish,
-                stay=True, watch=None if in_place else send.data)
+                stay=True, watch=None if in_place else send.data,
+                receives=None if in_place else recv)
 
 
 def _alltoallw(self, op, sendbuf, recvbuf):
@@ -761,7 +796,9 @@ class Collectives:
             sent)
         return _CollectiveRequest(s, slot, record, finish,
                                   guard=_guard(mine, sent) if at_root
-                                  else None)
+                                  else None,
+                                  posted=None if at_root
+                                  else _receive_guard(b))
 
     def Gather(self, sendbuf, recvbuf, root=0):
         """Root receives every rank's block, in rank order."""

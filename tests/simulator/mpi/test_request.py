@@ -171,6 +171,39 @@ def test_send_buffer_of_a_pending_collective_written_is_reported(call):
         simulator.run(body, 2)
 
 
+@pytest.mark.parametrize('call', ['Ibcast', 'Igather', 'Iscatter',
+                                  'Iallgather', 'Iallgatherv', 'Ialltoall'])
+def test_receive_buffer_of_a_pending_collective_written_is_reported(call):
+    # Open MPI may have written the data there already (the write
+    # clobbers it) or write it later; the simulator writes at completion,
+    # after checking the buffer was left alone.
+    def body(comm):
+        size, rank = comm.size, comm.rank
+        send = np.arange(4.0) + rank
+        recv = np.zeros(4 * size)
+        if call == 'Ibcast':
+            recv = send if rank == 1 else recv[:4]
+            request = comm.Ibcast(recv, root=0)
+        elif call == 'Igather':
+            request = comm.Igather(send, recv, root=1)
+        elif call == 'Iscatter':
+            recv = recv[:4]
+            request = comm.Iscatter(np.arange(4.0 * size), recv, root=0)
+        elif call == 'Iallgatherv':
+            request = comm.Iallgatherv(send, [recv, [4] * size])
+        else:
+            request = getattr(comm, call)(send, recv if call ==
+                                          'Iallgather' else recv[:4])
+        if rank == 1:
+            recv[1] = -1.0          # written before the Wait
+        request.Wait()
+        return recv.tolist()
+    with pytest.raises(simulator.errors.BufferModifiedError,
+                       match="rank 1 wrote to the receive buffer of {}"
+                       .format(call)):
+        simulator.run(body, 2)
+
+
 @pytest.mark.parametrize('call', _COLLECTIVES)
 def test_send_buffer_written_after_completion_or_in_place_is_not(call):
     def body(comm):
