@@ -129,6 +129,9 @@ class World:
         # world rank -> how MPI started in it (simulator.mpi's
         # initialization: mpi4py.rc read at the rank's first MPI use).
         self.mpi_starts = {}
+        # fn(actor, record) before an actor blocks, set while some rank
+        # runs below MPI_THREAD_MULTIPLE (its waits are checked too).
+        self.thread_check = None
         # world rank -> {memory owner: [(request, memory)]} of its
         # non-blocking buffer receives, completed ones dropped lazily
         # (simulator.mpi.p2p).
@@ -249,6 +252,8 @@ class World:
             raise RankExit()
         if ready():
             return
+        if self.thread_check is not None:
+            self.thread_check(actor, record)
         self.polling.pop(actor, None)
         actor.waiting = record
         actor.ready = ready

@@ -124,7 +124,21 @@ def start_of(world, rank):
         if len(world.mpi_starts) == 1:
             world.end_checks.append(lambda ended: _check_finalized(
                 world, ended))
+        _watch_waits(world, start)
     return start
+
+
+def _watch_waits(world, start):
+    """Below MULTIPLE, check the rank's blocking waits too (a
+    ``Request.Wait`` from a worker thread makes no communicator call)."""
+    if start.level != THREAD_MULTIPLE and world.thread_check is None:
+        def check(actor, record):
+            mine = world.mpi_starts.get(actor.rank)
+            if mine is not None and mine.initialized and \
+                    mine.level != THREAD_MULTIPLE:
+                _against_level(world, actor.rank, mine, actor,
+                               'a wait on its {}'.format(record.op))
+        world.thread_check = check
 
 
 def init(required=None):
@@ -150,6 +164,7 @@ def init(required=None):
                                ctx.rank, call, user_site(2)))
     start.initialized = True
     start.level = level
+    _watch_waits(ctx.world, start)
     start.origin = '{} at {}'.format(call, user_site(2))
     return level
 
@@ -193,7 +208,12 @@ def check_thread(world, rank, what):
             'exit status {})'.format(rank, what, user_site(2),
                                      start.origin,
                                      NotInitializedError.errorcode))
-    actor = current_actor()
+    _against_level(world, rank, start, current_actor(), what)
+
+
+def _against_level(world, rank, start, actor, what):
+    """Raise if ``actor`` (a thread of ``rank``) may not call MPI (for
+    ``what``) at the rank's level, below MULTIPLE."""
     if actor.main:
         if start.level != THREAD_SERIALIZED:
             return

@@ -78,3 +78,26 @@ def test_two_threads_in_mpi_at_once_at_serialized_is_reported():
     assert "from its thread 'sender' while its thread 'MainThread' is in " \
         "recv(peer=1, tag=2" in text
     assert 'MPI_THREAD_SERIALIZED' in text
+
+
+def test_a_worker_thread_waiting_below_serialized_is_reported():
+    # No communicator call of its own: the worker only waits on a request
+    # the main thread started.
+    def body(comm):
+        if comm.rank == 1:
+            time.sleep(0.1)
+            comm.send('late', dest=0, tag=1)
+            return None
+        request = comm.irecv(source=1, tag=1)
+        got = []
+        thread = threading.Thread(target=lambda: got.append(request.wait()),
+                                  name='waiter')
+        thread.start()
+        thread.join()
+        return got
+    assert _at('multiple', body) == [['late'], None]
+    with pytest.raises(ThreadLevelError) as info:
+        _at('funneled', body)
+    assert "rank 0 used a wait on its irecv at {}:".format(__file__) in \
+        str(info.value)
+    assert "from its thread 'waiter'" in str(info.value)
