@@ -37,9 +37,10 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   libraries'): kept per rank and run, last registered first, in the rank
   when its program ends (returns, ``sys.exit``, an exception; not
   ``os._exit``), so a handler sees its rank and may still call MPI;
-- ``socket.gethostname()`` in a world of several simulated nodes: the
-  rank's node (``MPI.Get_processor_name()``), so code that groups ranks
-  by host sees the nodes;
+- ``socket.gethostname()``, ``os.uname().nodename`` and
+  ``platform.uname().node`` / ``platform.node()`` in a world of several
+  simulated nodes: the rank's node (``MPI.Get_processor_name()``), so
+  code that groups ranks by host sees the nodes;
 - ``time.process_time()`` (and ``_ns``): the CPU time of the rank's own
   threads (its main thread and those it started), not of every rank's,
   so a rank that times its own work with it sees what its process would;
@@ -57,6 +58,7 @@ stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 import atexit
 import collections.abc
 import os
+import platform
 import random
 import socket
 import subprocess
@@ -676,11 +678,37 @@ def _getpid_for(real):
 
 def _gethostname_for(real):
     def gethostname():
-        context = current()
-        if context is None or context.world.nodes == 1:
-            return real()
-        return context.processor_name
+        name = _node_name()
+        return real() if name is None else name
     return gethostname
+
+
+def _node_name():
+    """The calling rank's simulated node name, or None where the host's
+    own name holds (outside a rank, or a world of one node)."""
+    context = current()
+    if context is None or context.world.nodes == 1:
+        return None
+    return context.processor_name
+
+
+def _os_uname_for(real):
+    def uname():
+        # as socket.gethostname(): the rank's simulated node
+        result, name = real(), _node_name()
+        if name is None:
+            return result
+        return os.uname_result((result.sysname, name, result.release,
+                                result.version, result.machine))
+    return uname
+
+
+def _platform_uname_for(real):
+    def uname():
+        # platform.node() reads it: the rank's simulated node too
+        result, name = real(), _node_name()
+        return result if name is None else result._replace(node=name)
+    return uname
 
 
 def _process_time_for(real, ns=False):
@@ -710,6 +738,8 @@ def _install():
     undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
              wrap(os, '_exit', _exit_for),
              wrap(socket, 'gethostname', _gethostname_for),
+             wrap(os, 'uname', _os_uname_for),
+             wrap(platform, 'uname', _platform_uname_for),
              wrap(os, 'getpid', _getpid_for),
              wrap(time, 'process_time', _process_time_for),
              wrap(time, 'process_time_ns',

@@ -208,8 +208,8 @@ def test_nodes_option_shapes_processor_names():
     simulated = _simulate(4, '--nodes', '2', path)
     assert simulated.returncode == 0, simulated.stderr
     payloads = sorted(p for _, p in _payloads(simulated.stdout))
-    assert payloads == ['OUT rank={} hosts=2 local=2'.format(r)
-                        for r in range(4)]
+    assert payloads == ['OUT rank={} hosts=2 local=2 names_agree=True'
+                        .format(r) for r in range(4)]
 
 
 def test_failing_rank_gives_nonzero_exit_and_names_the_rank():
