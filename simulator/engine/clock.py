@@ -605,7 +605,7 @@ def _unpinned_affinity(real):
         # one core, where its process under mpiexec sees the machine's).
         ctx = current()
         if ctx is not None and ctx.world.clock is not None and (
-                pid == 0 or pid == getattr(ctx, 'pid', None)):
+                pid == 0 or pid == ctx.pid):
             cores = ctx.world.clock.unpinned_cores()
             if cores is not None:
                 return set(cores)

@@ -18,8 +18,8 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.errors import BufferModifiedError, CollectiveMismatchError
 from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.msgspec import (Buffer, WBuffer, parse, parse_send,
-                                   parse_vector)
+from simulator.mpi.msgspec import (Buffer, WBuffer, held_bytes, parse,
+                                   parse_send, parse_vector, still_holds)
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi import pickling
 from simulator.mpi.commctx import _comm_lock
@@ -114,10 +114,7 @@ def _guard(memory, copy=None):
     if memory is None or not memory.size:
         return None
     if copy is None or memory.dtype.fields is not None:
-        # Raw bytes: NumPy copies a structured array field by field and
-        # leaves its padding undefined (MAXLOC's aligned pairs), which
-        # the check would take for a write.
-        copy = memory.view(np.uint8).copy().view(memory.dtype)
+        copy = held_bytes(memory)
     return memory, copy
 
 
@@ -219,8 +216,7 @@ class _CollectiveRequest(Request):
         if self._after is not None:
             self._after(self._out)
         guard, self._guard = self._guard, None
-        if guard is not None and not np.array_equal(
-                guard[0].view(np.uint8), guard[1].view(np.uint8)):
+        if guard is not None and not still_holds(*guard):
             raise BufferModifiedError(
                 'rank {} wrote to the send buffer of {} before the request '
                 'completed: MPI forbids changing the buffers of a pending '
@@ -245,8 +241,7 @@ class _CollectiveRequest(Request):
             clock.collective(self._state_.world_rank, self._slot)
         posted, self._posted = self._posted, None
         self._touched = posted is not None and not all(
-            np.array_equal(memory.view(np.uint8), copy.view(np.uint8))
-            for memory, copy in posted)
+            still_holds(memory, copy) for memory, copy in posted)
         try:
             if self._finish_fn is not None:
                 self._out = self._finish_fn(self._state_, self._slot)

@@ -27,7 +27,26 @@ from simulator.mpi.dlpack import dlpack_memory
 from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Buffer', 'parse', 'parse_send', 'parse_vector', 'raw_bytes',
-           'packed_bytes', 'unpack_into', 'WBuffer', 'exported_memory']
+           'packed_bytes', 'unpack_into', 'WBuffer', 'exported_memory',
+           'held_bytes', 'still_holds']
+
+
+def held_bytes(memory):
+    """A copy of ``memory`` (an array a pending call must leave alone)
+    byte for byte, as ``memory``'s dtype: NumPy copies a structured array
+    field by field and leaves its padding undefined (MAXLOC's aligned
+    pairs), which :func:`still_holds` would take for a write."""
+    if not memory.flags.c_contiguous:
+        return memory.copy()
+    return memory.view(np.uint8).copy().view(memory.dtype)
+
+
+def still_holds(memory, copy):
+    """Whether ``memory`` holds the bytes of ``copy`` (its
+    :func:`held_bytes` taken earlier): the program left it alone."""
+    if not memory.flags.c_contiguous:
+        return np.array_equal(memory, copy)
+    return np.array_equal(memory.view(np.uint8), copy.view(np.uint8))
 
 
 class Buffer:

@@ -22,7 +22,7 @@ from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi import pickling
-from simulator.mpi.msgspec import parse
+from simulator.mpi.msgspec import held_bytes, parse, still_holds
 from simulator.mpi.request import ProcNullRequest, Request, track
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send',
@@ -112,7 +112,7 @@ def guard_receive(request, b):
     (or overwrites, by timing)."""
     memory = _user_memory(b)
     if memory is not None and request._activity.source != PROC_NULL:
-        request._posted = (memory, memory.copy())
+        request._posted = (memory, held_bytes(memory))
     return request
 
 
@@ -132,8 +132,8 @@ class SendRequest(Request):
     def _finish(self, status):
         memory, sent = self._memory, self._sent
         self._memory = self._sent = None
-        if memory is not None and memory.size and not np.array_equal(
-                memory.view(np.uint8), sent.view(np.uint8)):
+        if memory is not None and memory.size and \
+                not still_holds(memory, sent):
             record = self._activity.record
             raise BufferModifiedError(
                 'rank {} wrote to the buffer of {} before the send '
@@ -197,8 +197,7 @@ class RecvRequest(Request):
         if msg.kind == OBJECT:
             return pickling.loads(msg.payload)
         posted, self._posted = self._posted, None
-        touched = posted is not None and not np.array_equal(
-            posted[0].view(np.uint8), posted[1].view(np.uint8))
+        touched = posted is not None and not still_holds(*posted)
         self._deliver_buffer(msg)
         if touched:
             record = recv.record
@@ -374,7 +373,7 @@ class PointToPoint:
         b = parse(buf, op, packed=True) if buf is not None else \
             parse([None, 0, 'B'], op)
         self._check_pending(op, b, dest, tag, 'sends from')
-        sent = b.data[:b.count].copy()
+        sent = held_bytes(b.data[:b.count])
         request = self._isend(op, BUFFER, sent, b.datatype, dest, tag, sync,
                               block)
         return track(checked_send(request, b, sent)) if checked \
