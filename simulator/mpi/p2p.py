@@ -31,8 +31,8 @@ __all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send',
 OBJECT = 'object'
 BUFFER = 'buffer'
 # Sends that complete into the attached buffer, never waiting for their
-# receive.
-_BUFFERED = frozenset(('Bsend', 'Ibsend', 'bsend', 'ibsend', 'Bsend_init'))
+# receive (Bsend_init is Send_init here: its starts are standard sends).
+_BUFFERED = frozenset(('Bsend', 'Ibsend', 'bsend', 'ibsend'))
 
 
 def checked_send(request, b, sent):
