@@ -20,7 +20,8 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   by them; and the launch's ``OMPI_COMMAND``, ``OMPI_ARGV``... taken from
   ``sys.orig_argv``, which ``python -m simulator`` sets to the program's
   own command line);
-  ``subprocess`` children of a rank get that rank's environment;
+  ``subprocess`` children of a rank (and ``os.system``'s shell) get
+  that rank's environment;
 - NumPy's global ``RandomState`` functions (``numpy.random.seed``,
   ``rand``...) and Python's ``random`` functions: one generator per rank,
   so the same seed gives every rank the numbers a process would get, and
@@ -339,12 +340,26 @@ def _popen_init_for(original):
     def __init__(self, args, *more, **kwargs):
         state = process_state()
         # env is Popen's 11th parameter; a child inherits its rank's
-        # environment as a process's child inherits the process's.
-        if state is not None and state._environ is not None and \
-                'env' not in kwargs and len(more) < 10:
-            kwargs['env'] = dict(state._environ)
+        # environment (the launcher's OMPI_* variables too, read or not)
+        # as a process's child inherits the process's.
+        if state is not None and 'env' not in kwargs and len(more) < 10:
+            kwargs['env'] = dict(state.environ)
         original(self, args, *more, **kwargs)
     return __init__
+
+
+def _system_for(real):
+    def system(command):
+        state = process_state()
+        if state is None:
+            return real(command)
+        # os.system hands the shell the C environment, which is the
+        # process's, not the rank's: run the same shell through Popen,
+        # which gives the rank's (above), and answer os.system's wait
+        # status (exit code << 8, or the signal's number).
+        code = subprocess.Popen(command, shell=True).wait()
+        return code << 8 if code >= 0 else -code
+    return system
 
 
 # -- global generators --------------------------------------------------------
@@ -736,6 +751,7 @@ def _install():
     os.environ = _RankEnviron(shared_environ)  # noqa: B003 -- a view
     undo.append(lambda: setattr(os, 'environ', shared_environ))
     undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
+             wrap(os, 'system', _system_for),
              wrap(os, '_exit', _exit_for),
              wrap(socket, 'gethostname', _gethostname_for),
              wrap(os, 'uname', _os_uname_for),

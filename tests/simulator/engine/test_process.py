@@ -7,6 +7,7 @@ import importlib
 import io
 import os
 import random
+import signal
 import subprocess
 import warnings
 import sys
@@ -157,6 +158,25 @@ def test_environ_writes_stay_in_the_rank_and_reach_its_children(mpi_comm):
         assert seen == [(str(r),) * 3 for r in range(mpi_comm.size)]
     finally:
         del os.environ[_ENV]
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_children_inherit_the_ranks_environment_unread(mpi_comm, MPI):
+    # The rank never reads os.environ before starting its children: they
+    # still get its launcher variables, through subprocess and os.system.
+    rank = str(MPI.COMM_WORLD.rank)
+    child = subprocess.run(
+        ['sh', '-c', 'echo "$OMPI_COMM_WORLD_RANK"'],
+        capture_output=True, text=True, check=True).stdout.strip()
+    status = os.system('test "$OMPI_COMM_WORLD_RANK" = {}'.format(rank))
+    assert (child, status) == (rank, 0)
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_os_system_answers_a_wait_status(mpi_comm):
+    assert os.system('exit {}'.format(mpi_comm.rank + 3)) == \
+        (mpi_comm.rank + 3) << 8
+    assert os.system('kill -TERM $$') == signal.SIGTERM
 
 
 @pytest.mark.mpi(sizes=(1, 3))
