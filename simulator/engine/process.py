@@ -32,6 +32,8 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   NumPy's print options),
   applied when their module is imported, so the simulator imports none;
 - the ``warnings`` filters (see :mod:`simulator.engine.rank_warnings`);
+- the program's own ``hash()`` of strings (salted per rank, as each
+  process's own hash secret; see :mod:`simulator.engine.rank_hash`);
 - ``os._exit(n)`` ends the calling rank with status n (see
   :class:`ProcessExit`), not the simulator's process;
 - the program's own ``atexit.register``/``unregister`` (not the
@@ -70,8 +72,8 @@ import types
 
 import numpy as np
 
-from simulator.engine import (rank_builtins, rank_logging, rank_sys,
-                              rank_threading, rank_warnings)
+from simulator.engine import (rank_builtins, rank_hash, rank_logging,
+                              rank_sys, rank_threading, rank_warnings)
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import caller_is_user, find_spec_without
 from simulator.engine.patches import PatchSet, wrap
@@ -100,13 +102,14 @@ class ProcessState:
     use (4,096 ranks that never touch it cost nothing)."""
 
     __slots__ = ('context', '_argv', '_environ', '_python_random',
-                 'objects', 'modules', 'exit_handlers')
+                 '_hash_salt', 'objects', 'modules', 'exit_handlers')
 
     def __init__(self, context):
         self.context = context
         self._argv = None
         self._environ = None
         self._python_random = None
+        self._hash_salt = None
         self.objects = {}       # id(shared object) -> this rank's __dict__
         self.modules = {}       # name -> this rank's copy of a user module
         self.exit_handlers = []     # the program's atexit registrations
@@ -140,8 +143,25 @@ class ProcessState:
                 seed.tobytes(), 'little'))
         return self._python_random
 
+    @property
+    def hash_salt(self):
+        if self._hash_salt is None:
+            self._hash_salt = int(rank_seed(
+                self.context.world.seed, self.context.rank, 2)[0])
+        return self._hash_salt
+
 
 _base = {'argv': [], 'environ': {}, 'launch': {}}
+
+
+def _hash_salt():
+    # None where every process would share one secret: PYTHONHASHSEED
+    # set (mpiexec passes it to each process).
+    state = process_state()
+    if state is None or \
+            _base['environ'].get('PYTHONHASHSEED', 'random') != 'random':
+        return None
+    return state.hash_salt
 
 # The Open MPI whose semantics the simulator reproduces (simulator.mpi's
 # get_vendor, the launcher's OMPI_VERSION).
@@ -771,6 +791,7 @@ def _install():
 
     undo.append(rank_warnings.install(process_state))
     undo.append(rank_logging.install(_private_class))
+    undo.append(rank_hash.install(_hash_salt))
     undo.append(rank_builtins.install(process_state))
     undo.append(rank_threading.install(process_state))
 

@@ -20,8 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 TIMEOUT_S = 120
 
 
-def _env():
-    env = dict(os.environ)
+def _env(**extra):
+    env = dict(os.environ, **extra)
     env['PYTHONPATH'] = os.pathsep.join(
         p for p in (ROOT, SCRIPTS, env.get('PYTHONPATH')) if p)
     # What scripts/env.sh sets, so mpiexec works as root and oversubscribed.
@@ -33,20 +33,20 @@ def _env():
     return env
 
 
-def _simulate(size, *args, stdin_text=''):
+def _simulate(size, *args, stdin_text='', environ=()):
     return subprocess.run(
         [sys.executable, '-m', 'simulator', '-n', str(size)] + list(args),
-        cwd=ROOT, env=_env(), capture_output=True, text=True,
+        cwd=ROOT, env=_env(**dict(environ)), capture_output=True, text=True,
         input=stdin_text, timeout=TIMEOUT_S)
 
 
-def _mpiexec(size, script, *args, stdin_text=''):
+def _mpiexec(size, script, *args, stdin_text='', environ=()):
     mpiexec = (shutil.which('mpiexec', path=os.path.dirname(sys.executable))
                or shutil.which('mpiexec'))
     assert mpiexec, 'mpiexec not found next to {}'.format(sys.executable)
     return subprocess.run(
         [mpiexec, '-n', str(size), sys.executable, script] + list(args),
-        cwd=ROOT, env=_env(), capture_output=True, text=True,
+        cwd=ROOT, env=_env(**dict(environ)), capture_output=True, text=True,
         input=stdin_text, timeout=TIMEOUT_S)
 
 
@@ -279,3 +279,22 @@ def test_use_before_init_and_no_finalize_end_as_under_mpiexec(how):
         simulated.returncode, real.returncode, simulated.stderr[-2000:])
     assert ('before MPI.Init()' if how == 'use-before-init' else
             'ended without MPI.Finalize()') in simulated.stderr
+
+
+@pytest.mark.parametrize('hash_seed', ['random', '0'])
+def test_string_hashes_differ_between_ranks_as_between_processes(hash_seed):
+    # Each process draws its own hash secret unless PYTHONHASHSEED fixes
+    # it: hash('key') % size places work differently on each rank then.
+    environ = {'PYTHONHASHSEED': hash_seed}
+    script = _script('hash_probe.py')
+    simulated = _simulate(3, script, environ=environ)
+    assert simulated.returncode == 0, simulated.stderr
+    found = sorted(p for _, p in _payloads(simulated.stdout))
+    apart = hash_seed == 'random'
+    assert 'OUT rank=2 strings_hash_apart={}'.format(apart) in found
+    assert 'OUT rank=2 placement_agrees={}'.format(not apart) in found
+    assert 'OUT rank=1 numbers_agree=True' in found
+    assert 'OUT rank=0 equal_hash_equal=True' in found
+    real = _mpiexec(3, script, environ=environ)
+    assert real.returncode == 0, real.stderr
+    assert found == sorted(p for _, p in _payloads(real.stdout))
