@@ -59,6 +59,7 @@ modules are made private by :mod:`simulator.engine.modules`; calls that
 stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 """
 import atexit
+import importlib._bootstrap as _bootstrap
 import collections.abc
 import os
 import platform
@@ -756,6 +757,10 @@ def _process_time_for(real, ns=False):
     return process_time
 
 
+def _new_module(name):
+    return types.ModuleType(name)
+
+
 def _install():
     undo = []
     sys_dict = real_sys_dict()
@@ -766,6 +771,10 @@ def _install():
     undo.append(rank_sys.install(process_state))
     sys.__class__ = PrivateSys
     undo.append(lambda: setattr(sys, '__class__', types.ModuleType))
+    # The import system makes new modules as type(sys)(name): while sys
+    # is a PrivateSys they would be too, and a module's own `path`,
+    # `argv` or `stdout` would answer sys's.
+    undo.append(wrap(_bootstrap, '_new_module', lambda real: _new_module))
 
     shared_environ = os.environ
     os.environ = _RankEnviron(shared_environ)  # noqa: B003 -- a view

@@ -50,6 +50,18 @@ def test_submodule_imported_by_one_rank_is_run_by_each(mpi_comm):
     assert late.loads == before + 1
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_a_modules_globals_named_like_sys_attributes_are_its_own(mpi_comm):
+    # A module imported in a rank was made as type(sys)(name) and, with
+    # sys's class answering path/argv/streams per rank, read as sys's.
+    from rank_state_pkg import names
+    import wave     # a library module imported by the rank
+    assert (names.path, names.argv, names.stdout, names.excepthook) == (
+        'data/', ['--mine'], 'a file name', None)
+    assert type(names).__name__ != 'PrivateSys'
+    assert not hasattr(wave, 'argv') and not hasattr(wave, 'excepthook')
+
+
 def test_libraries_stay_shared_and_copies_die_with_the_world():
     def body(comm):
         import rank_state_pkg
