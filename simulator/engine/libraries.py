@@ -23,6 +23,7 @@ _SIMULATOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
 _dirs = None
 _extra = []
+_asking = threading.local()     # hooks in find_spec_without, per thread
 
 
 def _top_levels(dist):
@@ -113,11 +114,21 @@ def caller_is_user():
 
 def find_spec_without(hook, fullname, path=None, target=None):
     """The spec the import system would find for ``fullname`` if the
-    meta-path finder ``hook`` were not installed (None if none would)."""
-    for finder in sys.meta_path:
-        if finder is hook or not hasattr(finder, 'find_spec'):
-            continue
-        spec = finder.find_spec(fullname, path, target)
-        if spec is not None:
-            return spec
-    return None
+    meta-path finder ``hook`` were not installed (None if none would).
+    Hooks that ask this while another hook asks it on the same thread
+    are passed over too: each would otherwise ask the other forever."""
+    asking = getattr(_asking, 'hooks', None)
+    if asking is None:
+        asking = _asking.hooks = []
+    asking.append(hook)
+    try:
+        for finder in sys.meta_path:
+            if any(finder is h for h in asking) or \
+                    not hasattr(finder, 'find_spec'):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
+    finally:
+        asking.pop()

@@ -1,25 +1,30 @@
 """Process-wide changes a rank makes that cannot be made private.
 
-Signal handlers, the recursion limit, the garbage collector's settings
-and the C environment (``os.putenv``; ``os.environ`` is per rank) belong
-to the one real process (the standard streams do not: see
-:mod:`simulator.engine.rank_sys`; nor do the working directory and umask
-where each rank thread has its own, see
+Signal handlers, the recursion limit, the garbage collector's settings,
+the C environment (``os.putenv``; ``os.environ`` is per rank) and the
+attributes of library modules (``tempfile.tempdir = ...``: a library is
+imported once for every rank) belong to the one real process (the
+standard streams do not: see :mod:`simulator.engine.rank_sys`; nor do
+the working directory and umask where each rank thread has its own, see
 :func:`simulator.engine.process.own_working_directory`): when a rank
-changes one of them,
-every other rank sees the change, where separate processes would not.
-While a world runs (:func:`reported`), such a call from a rank still
-happens, and a :class:`SharedStateWarning` names the call, the rank and
-the user's file:line so the difference is never silent.
+changes one of them, every other rank sees the change, where separate
+processes would not. While a world runs (:func:`reported`), such a call
+from a rank still happens, and a :class:`SharedStateWarning` names the
+call, the rank and the user's file:line so the difference is never
+silent.
 """
+import builtins
 import gc
 import os
 import signal
+import sys
+import types
 import warnings
 
 from simulator.engine import process, rank_builtins
 from simulator.engine.actors import current
-from simulator.engine.libraries import caller_is_user, is_library_file
+from simulator.engine.libraries import (caller_is_user, find_spec_without,
+                                        is_library_file)
 from simulator.engine.patches import PatchSet, wrap
 from simulator.engine.trace import capture, resolve, user_frame
 
@@ -37,7 +42,7 @@ _EVERYONE = ('the simulator runs every rank in one process, so all ranks '
              'see this change (separate processes would not)')
 
 
-def warn_shared(call, consequence=_EVERYONE):
+def warn_shared(call, consequence=_EVERYONE, verb='called'):
     """Warn that the calling rank made ``call`` (a description such as
     ``"sys.setrecursionlimit(100)"``), which all ranks see."""
     context = current()
@@ -47,8 +52,8 @@ def warn_shared(call, consequence=_EVERYONE):
     if is_library_file(filename):
         return      # a library on its own (pytest's capsys...), not the user
     warnings.warn_explicit(SharedStateWarning(
-        'rank {} called {} at {}:{}: {}'.format(
-            context.rank, call, filename, lineno, consequence)),
+        'rank {} {} {} at {}:{}: {}'.format(
+            context.rank, verb, call, filename, lineno, consequence)),
         SharedStateWarning, filename, lineno)
 
 
@@ -94,6 +99,119 @@ def _signal_in_rank(original):
     return signal_in_rank
 
 
+# -- library modules' attributes ---------------------------------------------
+
+class _LibraryModule(types.ModuleType):
+    """A library module's class while worlds run: the program's own
+    assignments to its attributes are reported (the libraries' own, and
+    a rank's assignment that changes nothing, are not)."""
+
+    def __setattr__(self, name, value):
+        _report_module_write(self, name, value)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        _report_module_write(self, name, _DELETED)
+        super().__delattr__(name)
+
+
+_DELETED = object()
+_adopted = []       # modules whose class is _LibraryModule while installed
+
+
+def _report_module_write(module, name, value):
+    if current() is None or is_library_file(
+            sys._getframe(2).f_code.co_filename):
+        return
+    old = module.__dict__.get(name, _DELETED)
+    if old is value:
+        return
+    try:
+        if value is not _DELETED and old is not _DELETED and old == value:
+            return
+    except Exception:  # an array's ==, a broken __eq__: a change
+        pass
+    what = 'del {}.{}'.format(module.__name__, name) if value is _DELETED \
+        else '{}.{} = {}'.format(module.__name__, name, _short(value))
+    warn_shared(what, 'the library is imported once for every rank, so all '
+                'ranks see the change (separate processes would not)',
+                verb='ran')
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + '...'
+
+
+def _adopt(module):
+    """Report the program's writes to ``module`` if it is a library's."""
+    if type(module) is not types.ModuleType or module in (sys, builtins):
+        return      # sys, builtins (per rank), a class standing in...
+    filename = module.__dict__.get('__file__')
+    if filename is None:
+        if module.__name__ not in sys.builtin_module_names:
+            return
+    elif not is_library_file(filename):
+        return      # the user's: executed once per rank
+    module.__class__ = _LibraryModule
+    _adopted.append(module)
+
+
+class _AdoptingLoader:
+    """A library module's loader for one import during a run: adopts the
+    module once it is executed, then steps aside."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        try:
+            self._loader.exec_module(module)
+        finally:
+            spec = module.__spec__
+            if spec is not None and spec.loader is self:
+                spec.loader = self._loader
+            if module.__dict__.get('__loader__') is self:
+                module.__dict__['__loader__'] = self._loader
+        _adopt(module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _ImportHook:
+    """First on ``sys.meta_path`` while worlds run: a library module a
+    rank imports is adopted as those imported before were."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        spec = find_spec_without(self, fullname, path, target)
+        if spec is None or spec.origin is None or \
+                not hasattr(spec.loader, 'exec_module') or \
+                not is_library_file(spec.origin):
+            return spec
+        spec.loader = _AdoptingLoader(spec.loader)
+        return spec
+
+
+def _report_library_modules():
+    for module in list(sys.modules.values()):
+        _adopt(module)
+    hook = _ImportHook()
+    sys.meta_path.insert(0, hook)
+
+    def undo():
+        sys.meta_path.remove(hook)
+        for module in _adopted:
+            if type(module) is _LibraryModule:     # not reported
+                types.ModuleType.__setattr__(module, '__class__',
+                                             types.ModuleType)
+        _adopted.clear()
+    return undo
+
+
 def _report_builtin_values():
     rank_builtins.report_shared[0] = warn_shared
     return lambda: rank_builtins.report_shared.__setitem__(0, None)
@@ -103,6 +221,7 @@ def _install():
     sys_dict = process.real_sys_dict()
     return [
         _report_builtin_values(),
+        _report_library_modules(),
         _patch(os, 'chdir', lambda path: 'os.chdir({!r})'.format(path),
                private=_own_directory),
         _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask),

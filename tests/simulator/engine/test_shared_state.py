@@ -105,3 +105,29 @@ def test_a_program_that_sets_a_handler_runs_in_both_worlds(mpi_comm):
         previous = signal.signal(signal.SIGUSR2, signal.SIG_DFL)
     assert previous in (signal.SIG_DFL, signal.SIG_IGN) or callable(previous)
     assert mpi_comm.allreduce(1) == 2
+
+
+def test_the_users_writes_to_library_modules_are_reported(warnings_of):
+    import json
+    import types
+
+    def body(comm):
+        import wave     # imported inside the run: adopted as it loads
+        if comm.rank == 1:
+            json.simulator_test_setting = 1
+            del json.simulator_test_setting
+        wave.simulator_test_flag = comm.rank
+        json.dumps = json.dumps     # no change: nothing to say
+        types.SimpleNamespace()     # a library's own writes: not said
+    try:
+        messages = warnings_of(body, SharedStateWarning)
+    finally:
+        import wave
+        del wave.simulator_test_flag
+    said = sorted(m.split(' at ')[0] for m in messages)
+    assert said == ['rank 0 ran wave.simulator_test_flag = 0',
+                    'rank 1 ran del json.simulator_test_setting',
+                    'rank 1 ran json.simulator_test_setting = 1',
+                    'rank 1 ran wave.simulator_test_flag = 1']
+    assert all(' at {}:'.format(__file__) in m for m in messages)
+    assert type(json) is types.ModuleType       # as it was, after the run
