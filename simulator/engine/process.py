@@ -13,7 +13,8 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   and ``sys.path``: each rank starts from the process's, and what it
   assigns stays its own, for ``print()`` and ``import`` too (see
   :mod:`simulator.engine.rank_sys`);
-- ``os.environ`` (and ``os.getenv``): a copy per rank taken at its first
+- ``os.environ`` (and ``os.getenv``, ``os.environb``, ``os.getenvb``):
+  a copy per rank taken at its first
   use, with the variables Open MPI's ``mpiexec`` gives each process
   (``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
   ``PMIX_RANK``... see :func:`launcher_environ`: programs pick their GPU
@@ -357,13 +358,72 @@ class _RankEnviron(_RankMapping):
         return getattr(self._shared, name)
 
 
+class _RankEnvironBytes(collections.abc.MutableMapping):
+    """``os.environb`` while worlds run: in a rank, its ``os.environ``
+    with bytes keys and values (a process's two views share one dict)."""
+
+    def __init__(self, shared):
+        self._shared = shared
+
+    @staticmethod
+    def _bytes(value):
+        if not isinstance(value, bytes):
+            raise TypeError('bytes expected, not {}'.format(
+                type(value).__name__))
+        return os.fsdecode(value)
+
+    def __getitem__(self, key):
+        state = process_state()
+        if state is None:
+            return self._shared[key]
+        try:
+            return os.fsencode(state.environ[self._bytes(key)])
+        except KeyError:
+            raise KeyError(key) from None
+
+    def __setitem__(self, key, value):
+        state = process_state()
+        if state is None:
+            self._shared[key] = value
+        else:
+            state.environ[self._bytes(key)] = self._bytes(value)
+
+    def __delitem__(self, key):
+        state = process_state()
+        if state is None:
+            del self._shared[key]
+            return
+        try:
+            del state.environ[self._bytes(key)]
+        except KeyError:
+            raise KeyError(key) from None
+
+    def __iter__(self):
+        state = process_state()
+        if state is None:
+            return iter(self._shared)
+        return iter([os.fsencode(k) for k in list(state.environ)])
+
+    def __len__(self):
+        state = process_state()
+        return len(self._shared if state is None else state.environ)
+
+    def copy(self):
+        return dict(self)
+
+    def __repr__(self):
+        return 'environ({!r})'.format(dict(self))
+
+
 def _popen_init_for(original):
     def __init__(self, args, *more, **kwargs):
         state = process_state()
         # env is Popen's 11th parameter; a child inherits its rank's
         # environment (the launcher's OMPI_* variables too, read or not)
         # as a process's child inherits the process's.
-        if state is not None and 'env' not in kwargs and len(more) < 10:
+        # (env=None asks for the same.)
+        if state is not None and kwargs.get('env') is None and \
+                len(more) < 10:
             kwargs['env'] = dict(state.environ)
         original(self, args, *more, **kwargs)
     return __init__
@@ -776,9 +836,11 @@ def _install():
     # `argv` or `stdout` would answer sys's.
     undo.append(wrap(_bootstrap, '_new_module', lambda real: _new_module))
 
-    shared_environ = os.environ
+    shared_environ, shared_environb = os.environ, os.environb
     os.environ = _RankEnviron(shared_environ)  # noqa: B003 -- a view
+    os.environb = _RankEnvironBytes(shared_environb)
     undo.append(lambda: setattr(os, 'environ', shared_environ))
+    undo.append(lambda: setattr(os, 'environb', shared_environb))
     undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
              wrap(os, 'system', _system_for),
              wrap(os, '_exit', _exit_for),

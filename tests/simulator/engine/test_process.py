@@ -161,6 +161,36 @@ def test_environ_writes_stay_in_the_rank_and_reach_its_children(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 3))
+def test_environb_is_the_ranks_environment_in_bytes(mpi_comm):
+    key, mine = _ENV.encode(), str(mpi_comm.rank).encode()
+    os.environb[key] = mine
+    try:
+        mpi_comm.Barrier()
+        seen = (os.environb[key], os.getenvb(key), os.environ[_ENV],
+                key in list(os.environb))
+        assert mpi_comm.allgather(seen) == [
+            (str(r).encode(), str(r).encode(), str(r), True)
+            for r in range(mpi_comm.size)]
+        with pytest.raises(TypeError, match='bytes expected, not str'):
+            os.environb[_ENV] = mine
+    finally:
+        del os.environb[key]
+    assert _ENV not in os.environ
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_a_child_given_env_none_inherits_the_ranks_environment(mpi_comm):
+    os.environ[_ENV] = str(mpi_comm.rank)
+    try:
+        child = subprocess.run(['sh', '-c', 'echo "${}"'.format(_ENV)],
+                               env=None, capture_output=True, text=True,
+                               check=True).stdout.strip()
+        assert child == str(mpi_comm.rank)
+    finally:
+        del os.environ[_ENV]
+
+
+@pytest.mark.mpi(sizes=(1, 3))
 def test_children_inherit_the_ranks_environment_unread(mpi_comm, MPI):
     # The rank never reads os.environ before starting its children: they
     # still get its launcher variables, through subprocess and os.system.
