@@ -23,6 +23,7 @@ import threading
 import types
 
 from simulator.engine.libraries import find_spec_without, is_library_file
+from simulator.engine.patches import module_class
 from simulator.engine.process import process_state
 
 __all__ = ['RankModule', 'private_modules', 'register_private_module']
@@ -55,6 +56,7 @@ def _module_dict(module):
     return types.ModuleType.__dict__['__dict__'].__get__(module)
 
 
+@module_class
 class RankModule(types.ModuleType):
     """``sys.modules[name]`` for a per-rank module: attributes resolve in
     the calling rank's copy."""

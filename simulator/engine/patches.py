@@ -8,7 +8,17 @@ import contextlib
 import functools
 import threading
 
-__all__ = ['PatchSet', 'wrap']
+__all__ = ['PatchSet', 'wrap', 'module_class']
+
+
+def module_class(cls):
+    """A ``types.ModuleType`` subclass that stands in for a module's class
+    while worlds run, named as the module type itself: a program that
+    prints ``type(sys)`` or ``type(numpy)`` sees ``<class 'module'>``, as
+    in a process."""
+    cls.__name__ = cls.__qualname__ = 'module'
+    cls.__module__ = 'builtins'
+    return cls
 
 
 class PatchSet:

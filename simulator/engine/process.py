@@ -78,7 +78,7 @@ from simulator.engine import (rank_builtins, rank_hash, rank_logging,
                               rank_sys, rank_threading, rank_warnings)
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import caller_is_user, find_spec_without
-from simulator.engine.patches import PatchSet, wrap
+from simulator.engine.patches import PatchSet, module_class, wrap
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
@@ -271,6 +271,7 @@ def real_sys_dict():
     return types.ModuleType.__dict__['__dict__'].__get__(sys)
 
 
+@module_class
 class PrivateSys(rank_sys.RankSys):
     """``sys``'s class while worlds run: ``sys.argv`` answers per rank
     (and, from :class:`~simulator.engine.rank_sys.RankSys`, the standard

@@ -13,6 +13,7 @@ one) or a script whose ``#!`` line names one. Any other executable cannot
 become a rank (:class:`ForeignCommand`).
 """
 import builtins
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -57,16 +58,25 @@ def load_code(target, module):
             target += '.__main__'
             spec = importlib.util.find_spec(target)
         code = spec.loader.get_code(target)
-        base = {'__file__': spec.origin, '__spec__': spec,
-                '__package__': target.rpartition('.')[0],
-                '__loader__': spec.loader}
+        base = {'__package__': target.rpartition('.')[0],
+                '__loader__': spec.loader, '__spec__': spec,
+                '__file__': spec.origin, '__cached__': spec.cached}
         return code, base
     path = os.path.abspath(target)
     with open(path, 'rb') as f:
         source = f.read()
     code = compile(source, path, 'exec')
-    return code, {'__file__': path, '__spec__': None, '__package__': None,
-                  '__loader__': None}
+    return code, {'__package__': None,
+                  '__loader__': importlib.machinery.SourceFileLoader(
+                      '__main__', path),
+                  '__spec__': None, '__file__': path, '__cached__': None}
+
+
+def command_code(text):
+    """(code object, initial globals) for ``python -c text``."""
+    return compile(text, '<string>', 'exec'), {
+        '__package__': None,
+        '__loader__': importlib.machinery.BuiltinImporter, '__spec__': None}
 
 
 def python_program(args):
@@ -84,9 +94,8 @@ def python_program(args):
                 raise ValueError('python {}: argument expected'.format(word))
             rest = args[i + 2:]
             if word == '-c':
-                code = compile(args[i + 1], '<string>', 'exec')
-                return Program(code, {'__spec__': None, '__package__': None,
-                                      '__loader__': None}, ['-c'] + rest, '')
+                code, base = command_code(args[i + 1])
+                return Program(code, base, ['-c'] + rest, '')
             try:
                 code, base = load_code(args[i + 1], True)
             except SystemExit as missing:
@@ -163,12 +172,19 @@ def spawned_program(command, args):
     return program
 
 
+_BEFORE_BUILTINS = ('__package__', '__loader__', '__spec__')
+
+
 def execute(program):
     """Run ``program`` (a Program, or (code, base)) in the calling rank, in
     a fresh ``__main__`` namespace (what pickle finds ``__main__``'s
     classes in: the rank's ``main_namespace``)."""
     code, base = (program.code, program.base) \
         if isinstance(program, Program) else program
-    namespace = dict(base, __name__='__main__', __builtins__=builtins)
+    # In the order, and with the names, python's own __main__ has them.
+    namespace = {'__name__': '__main__', '__doc__': None}
+    namespace.update((k, base[k]) for k in _BEFORE_BUILTINS if k in base)
+    namespace.update(__annotations__={}, __builtins__=builtins)
+    namespace.update(base)
     current().main_namespace = namespace
     exec(code, namespace)

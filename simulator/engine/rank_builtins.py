@@ -17,6 +17,8 @@ callable (``builtins.DEBUG = True``) stays the process's, with a
 import builtins
 import types
 
+from simulator.engine.patches import module_class
+
 __all__ = ['RankBuiltins', 'install', 'report_shared']
 
 _KEY = ('builtins',)        # the rank's values in its ProcessState.objects
@@ -78,6 +80,7 @@ def _stand_in(name):
     _dispatchers[name] = namespace[name] = _dispatcher(name)
 
 
+@module_class
 class RankBuiltins(types.ModuleType):
     """``builtins``' class while worlds run: the names ranks assign
     functions to answer per rank."""

@@ -29,6 +29,8 @@ get its own answer in each rank, not the last installing rank's.
 import sys
 import types
 
+from simulator.engine.patches import module_class
+
 __all__ = ['RankSys', 'install', 'rank_setter']
 
 STREAMS = ('stdin', 'stdout', 'stderr')
@@ -134,6 +136,7 @@ def _get_excepthook(module):
     return _sys_dict()['excepthook']
 
 
+@module_class
 class RankSys(types.ModuleType):
     """Base of ``sys``'s class while worlds run: the standard streams (and
     ``__stdout__``...), ``path`` and ``excepthook`` answer per rank."""

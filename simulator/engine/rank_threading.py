@@ -11,6 +11,7 @@ the failing thread's rank's hook.
 import threading
 import types
 
+from simulator.engine.patches import module_class
 from simulator.engine.rank_sys import rank_setter
 
 __all__ = ['install']
@@ -45,9 +46,9 @@ def install(process_state):
     def get(module):
         return hook_of_caller()
 
-    private = type('PrivateThreading', (types.ModuleType,), {
+    private = module_class(type('PrivateThreading', (types.ModuleType,), {
         'excepthook': property(get, rank_setter('excepthook', own,
-                                                lambda: shared))})
+                                                lambda: shared))}))
     namespace['excepthook'] = dispatch
     threading.__class__ = private
 

@@ -24,6 +24,7 @@ import sys
 import types
 import warnings
 
+from simulator.engine.patches import module_class
 from simulator.engine.rank_sys import rank_setter
 
 __all__ = ['install']
@@ -62,8 +63,8 @@ def install(process_state):
 
         return property(get, rank_setter(name, own_state, _module_dict))
 
-    private = type('PrivateWarnings', (types.ModuleType,),
-                   {name: attribute(name) for name in _PRIVATE})
+    private = module_class(type('PrivateWarnings', (types.ModuleType,),
+                                {name: attribute(name) for name in _PRIVATE}))
 
     # The module's own functions change the list they find as a global
     # (the shared one): these go through the attribute instead.

@@ -25,7 +25,7 @@ from simulator.engine import process, rank_builtins
 from simulator.engine.actors import current
 from simulator.engine.libraries import (caller_is_user, find_spec_without,
                                         is_library_file)
-from simulator.engine.patches import PatchSet, wrap
+from simulator.engine.patches import PatchSet, module_class, wrap
 from simulator.engine.trace import capture, resolve, user_frame
 
 __all__ = ['SharedStateWarning', 'reported', 'warn_shared']
@@ -101,6 +101,7 @@ def _signal_in_rank(original):
 
 # -- library modules' attributes ---------------------------------------------
 
+@module_class
 class _LibraryModule(types.ModuleType):
     """A library module's class while worlds run: the program's own
     assignments to its attributes are reported (the libraries' own, and

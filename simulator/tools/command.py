@@ -22,7 +22,8 @@ from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
                                      parse_schedule)
 from simulator.tools.launch import (RankInput, RankMainModule, RankStream,
                                     captured_streams,
-                                    install_mpi4py, load_code, run)
+                                    command_code, install_mpi4py, load_code,
+                                    run)
 from simulator.tools.timeline import scaling_table, write_timeline
 
 __all__ = ['run_command']
@@ -56,8 +57,7 @@ def run_command(options, parser, argv, sizes):
     if options.bound is None:
         options.bound = DEFAULT_BOUND
     if options.command:
-        code = compile(options.target, '<string>', 'exec')
-        base = {'__spec__': None, '__package__': None, '__loader__': None}
+        code, base = command_code(options.target)
     else:
         code, base = load_code(options.target, options.module)
     install_mpi4py()

@@ -19,7 +19,7 @@ import types
 from simulator import mpi
 from simulator.engine.actors import current
 from simulator.engine.clock import patch_time
-from simulator.engine.program import load_code
+from simulator.engine.program import command_code, load_code
 from simulator.engine.ranks import run_ranks
 from simulator.engine.schedule import Schedule
 from simulator.engine.world import World
@@ -28,7 +28,7 @@ from simulator.tools.standin import make_package
 
 __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
            'captured_streams',
-           'simulated_mpi4py', 'load_code']
+           'simulated_mpi4py', 'load_code', 'command_code']
 
 
 def run(fn, size, *, nodes=1, send_mode='openmpi', timeout=None, seed=None,

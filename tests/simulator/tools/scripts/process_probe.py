@@ -2,15 +2,24 @@
 fact, the same under mpiexec and on the simulator (ranks <= cores, where
 Open MPI numbers local ranks in world order): its arguments and command
 line as given, the launcher's variables, its streams and threads."""
+import builtins
+import json
 import os
 import re
 import sys
 import threading
+import warnings
 
 from mpi4py import MPI
 
 world = MPI.COMM_WORLD
 facts = {
+    # __main__ as python makes it: names in order, a loader for the file
+    'main_names': [n for n in globals() if n.startswith('__')],
+    'main_loader': type(__loader__).__name__,
+    'cached': __cached__,
+    'module_types': sorted({str(type(m)) for m in (
+        sys, builtins, threading, warnings, json, os)}),
     'stdout_tty': sys.stdout.isatty(),
     'stderr_tty': sys.stderr.isatty(),
     'main_thread': threading.current_thread() is threading.main_thread(),
