@@ -6,7 +6,6 @@ run the same body under mpiexec, where each rank is a real process.
 bodies: imported before a run, outside the ranks, it would be shared."""
 import importlib
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -59,7 +58,6 @@ def test_a_modules_globals_named_like_sys_attributes_are_its_own(mpi_comm):
     import wave     # a library module imported by the rank
     assert (names.path, names.argv, names.stdout, names.excepthook) == (
         'data/', ['--mine'], 'a file name', None)
-    assert type(names) is types.ModuleType
     assert not hasattr(wave, 'argv') and not hasattr(wave, 'excepthook')
 
 
