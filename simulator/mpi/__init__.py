@@ -261,3 +261,11 @@ def Get_address(location):
         return int(location)
     data = raw_bytes(location, 'Get_address')
     return data.__array_interface__['data'][0] if data.size else 0
+
+
+
+# The name the module answers to, as the mpi4py.MPI it stands for: a
+# missing attribute is "module 'mpi4py.MPI' has no attribute ..." (with
+# Python's "Did you mean"), and MPI.__name__ is mpi4py's. Classes and
+# functions above keep their __module__, so pickles still find them.
+__name__ = 'mpi4py.MPI'  # noqa: A001

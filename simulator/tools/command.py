@@ -111,12 +111,14 @@ _SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
 
 def _call_excepthook(error):
     """As the interpreter does with a program's uncaught exception: the
-    rank's own ``sys.excepthook`` (per rank, see
-    :mod:`simulator.engine.rank_sys`), if the program set one, reports
-    it. A hook that aborts the job (an MPI abort hook) ends it with its
+    rank's ``sys.excepthook`` (per rank, see
+    :mod:`simulator.engine.rank_sys`: Python's own, which prints the
+    traceback to the rank's stderr, or the program's) reports it, in
+    every rank that raised one, as each process of ``mpiexec`` does. A
+    hook that aborts the job (an MPI abort hook) ends it with its
     ``AbortError``; a hook that fails is reported as Python reports it."""
     hook = sys.excepthook
-    if hook is sys.__excepthook__ or isinstance(error, SimulatorError):
+    if isinstance(error, SimulatorError):
         # The simulator's own reports (a deadlock, a rank that failed
         # while this one waited) are not the program's exceptions: under
         # mpiexec the process would hang or be killed.

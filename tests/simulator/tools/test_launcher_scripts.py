@@ -221,6 +221,23 @@ def test_failing_rank_gives_nonzero_exit_and_names_the_rank():
     assert re.search(r'rank\D{0,3}1\b', output), output[-2000:]
 
 
+def test_each_failing_rank_prints_its_own_traceback_as_under_mpiexec():
+    # As each process's interpreter does: the program's frames only, the
+    # error as mpi4py words it, once per rank that raised.
+    script = _script('raises_in_every_rank.py')
+    simulated, real = _simulate(3, script), _mpiexec(3, script)
+    assert simulated.returncode == real.returncode == 1
+
+    def said(stderr):
+        lines = [re.sub(r'^\[\d+\] ', '', line)
+                 for line in stderr.splitlines()]
+        return (lines.count('Traceback (most recent call last):'),
+                sorted(line for line in lines if 'has no attribute' in line))
+    assert said(simulated.stderr) == said(real.stderr)
+    assert said(real.stderr)[0] == 3
+    assert os.path.join(ROOT, 'simulator', '') not in simulated.stderr
+
+
 def test_deadlocking_script_is_reported_not_hung():
     simulated = _simulate(2, '--send-mode', 'rendezvous',
                           _script('head_to_head_recv.py'))
