@@ -59,8 +59,8 @@ def _run(comm, op, signature, arg, finish=None, combine=None,
     without waiting: it returns a request that completes it, and that
     checks then that ``watch`` (the caller's send memory, None when it is
     also written by the call) still holds what it held at the start, and
-    that ``receives`` (the receive Buffer ``finish`` writes) held still
-    until ``finish``.
+    that ``receives`` (the receive Buffer or array that ``finish`` or
+    ``after`` writes) held still until then.
     """
     if op in _NONBLOCKING:
         # MPI lets every rank complete its request on its own: a rank
@@ -119,15 +119,54 @@ def _guard(memory, copy=None):
 
 
 def _receive_guard(buf):
-    """[(part, its bytes now)] of the caller's memory that receive
-    Buffer ``buf`` stands for (none for IN_PLACE, a packed copy or
-    nothing): what a pending collective's ``finish`` will write."""
-    if buf is None or buf.in_place or buf.scatter is not None or \
-            buf.data is None:
+    """A :class:`_Posted` of the caller's memory that a pending
+    collective will write: receive Buffer ``buf`` (none for IN_PLACE, a
+    packed copy or nothing) or an array; None when there is none."""
+    if buf is None:
         return None
-    parts = [buf.part(i) for i in range(len(buf.counts))] \
-        if buf.counts is not None else [buf.head()]
-    return [_guard(part) for part in parts if part.size] or None
+    if isinstance(buf, np.ndarray):
+        parts = [buf]
+    elif buf.in_place or buf.scatter is not None or buf.data is None:
+        return None
+    else:
+        parts = [buf.part(i) for i in range(len(buf.counts))] \
+            if buf.counts is not None else [buf.head()]
+    parts = [_guard(part) for part in parts if part.size]
+    return _Posted(parts) if parts else None
+
+
+class _Posted:
+    """The receive memory of a pending non-blocking collective, which
+    the program must leave alone until completion: [(part, its bytes)]
+    taken at the call and again right after the simulator writes it
+    before completion (``wrote``); ``check`` compares just before the
+    simulator writes it and at completion, and remembers a difference
+    (``touched``: BufferModifiedError at the Wait/Test)."""
+
+    __slots__ = ('parts', 'written', 'touched')
+
+    def __init__(self, parts):
+        self.parts = parts
+        self.written = False
+        self.touched = False
+
+    def check(self):
+        """Compare with what the memory held; a write clobbering the
+        collective's data is undone, so that the data is delivered."""
+        if self.touched and not self.written:
+            return
+        for memory, held in self.parts:
+            if not still_holds(memory, held):
+                self.touched = True
+                if self.written:
+                    memory[...] = held
+
+    def wrote(self):
+        """The simulator has just written the collective's data there
+        (a reduction's result, before this rank's Wait)."""
+        self.parts = [(memory, held_bytes(memory))
+                      for memory, _ in self.parts]
+        self.written = True
 
 
 # Non-blocking collectives built by _run from their blocking algorithm.
@@ -193,8 +232,7 @@ class _CollectiveRequest(Request):
         self._left = False
         self._out = None
         self._guard = guard
-        self._posted = posted       # the receive memory, see _receive_guard
-        self._touched = False
+        self._posted = posted       # the receive memory, see _Posted
         if record.op[0] == 'I':     # the program's non-blocking call
             track(self)
 
@@ -223,8 +261,8 @@ class _CollectiveRequest(Request):
                 'non-blocking collective (a real MPI may have sent the old '
                 'contents or the new, by timing); wait for the request '
                 'first'.format(self.record.rank, self.record.describe()))
-        if self._touched:
-            self._touched = False
+        posted, self._posted = self._posted, None
+        if posted is not None and posted.touched:
             raise BufferModifiedError(
                 'rank {} wrote to the receive buffer of {} before the '
                 'request completed: MPI forbids touching the buffers of a '
@@ -239,9 +277,11 @@ class _CollectiveRequest(Request):
         clock = self._state_.world.clock
         if clock is not None:
             clock.collective(self._state_.world_rank, self._slot)
-        posted, self._posted = self._posted, None
-        self._touched = posted is not None and not all(
-            still_holds(memory, copy) for memory, copy in posted)
+        # This rank's finish/after write its receive memory now, in the
+        # Wait or Test that completes the request (a reduction's
+        # combine may have written it already: see _Posted).
+        if self._posted is not None:
+            self._posted.check()
         try:
             if self._finish_fn is not None:
                 self._out = self._finish_fn(self._state_, self._slot)
@@ -538,16 +578,52 @@ def _whole(reduction):
     return combine
 
 
-def _run_reduction(comm, op, signature, arg, reduction, shared,
-                   watch=None):
+def _run_reduction(comm, op, signature, arg, reduction, shared):
     """A blocking reduction collective: with ``shared`` the last arrival
     cuts the work into pieces and every rank does pieces until none is
     left, then waits for the rest; otherwise the last arrival does it
     all."""
     if shared:
         return _run(comm, op, signature, arg, coll.share_work, reduction)
-    return _run(comm, op, signature, arg, combine=_whole(reduction),
-                watch=watch)
+    return _run(comm, op, signature, arg, combine=_whole(reduction))
+
+
+def _start_reduction(comm, op, signature, source, out, reduction,
+                     in_place, progress=False):
+    """Start non-blocking reduction ``op`` (Iallreduce, Ireduce) of
+    ``source`` into ``out`` (None where nothing is received):
+    ``reduction(args)`` writes every rank's ``out`` when the last rank
+    arrives, or with ``progress`` on a progress thread started then,
+    maybe long before the Wait. The request checks the send buffer at
+    completion and ``out`` around that write (:class:`_Posted`)."""
+    guard = None if in_place else _guard(source)
+    if guard is not None:
+        # The others read it when the last rank arrives: what this
+        # rank sent is what it held at its call, whatever it writes.
+        source = guard[1]
+    posted = _receive_guard(out)
+    combine = _watched(_whole(reduction))
+    arg = (source, out, posted)
+    if progress:
+        s, slot, record = _start(comm, op, signature, arg,
+                                 progress=combine)
+    else:
+        s, slot, record = _start(comm, op, signature, arg, combine)
+    return _CollectiveRequest(s, slot, record, guard=guard, posted=posted)
+
+
+def _watched(combine):
+    """``combine`` of a :func:`_start_reduction`: each rank's receive
+    memory (the third item of its contribution) is compared just before
+    the write and taken anew just after it."""
+    def run(args):
+        posted = [a[2] for a in args if a[2] is not None]
+        for p in posted:
+            p.check()
+        combine(args)
+        for p in posted:
+            p.wrote()
+    return run
 
 
 def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
@@ -610,8 +686,10 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
         # Written only after everyone left: with IN_PLACE our buffer was
         # input.
         dest[...] = tmp
+    # With IN_PLACE all of the buffer is input, the first block output.
     return _run(self, op_name, sig, source[:total], finish, stay=True,
-                after=after, watch=None if in_place else source[:total])
+                after=after, watch=None if in_place else source[:total],
+                receives=source[:total] if in_place else dest)
 
 
 def _reduce(self, name, sendbuf, recvbuf, op, root):
@@ -651,10 +729,11 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
 
     sig = (('op', op.name), ('root', root), ('count', source.size),
            ('dtype', _dtype_name(source.dtype)))
-    shared = name == 'Reduce' and len(s.group) > 1 and \
-        source.nbytes >= _SHARED_REDUCTION_BYTES
-    return _run_reduction(self, name, sig, (source, out), reduction, shared,
-                          watch=None if send.in_place else source)
+    if name == 'Ireduce':
+        return _start_reduction(self, name, sig, source, out, reduction,
+                                send.in_place)
+    shared = len(s.group) > 1 and source.nbytes >= _SHARED_REDUCTION_BYTES
+    return _run_reduction(self, name, sig, (source, out), reduction, shared)
 
 
 class Collectives:
@@ -836,26 +915,12 @@ class Collectives:
 
     def Iallreduce(self, sendbuf, recvbuf, op=SUM):
         """Non-blocking Allreduce; ``recvbuf`` is valid once it is done."""
-        sig, arg, reduction, shared = _allreduce_parts(
+        sig, (source, out), reduction, shared = _allreduce_parts(
             self, 'Iallreduce', sendbuf, recvbuf, op)
-        source, out = arg
-        guard = None
-        if out is not source:
-            # The others read it when the last rank arrives: what this
-            # rank sent is what it held at its call, whatever it writes.
-            guard = _guard(source)
-            if guard is not None:
-                arg = (guard[1], out)
-        if shared:
-            # The whole reduction on a progress thread started by the
-            # last arrival: the ranks compute meanwhile, and Wait only
-            # waits.
-            s, slot, record = _start(self, 'Iallreduce', sig, arg,
-                                     progress=_whole(reduction))
-        else:
-            s, slot, record = _start(self, 'Iallreduce', sig, arg,
-                                     _whole(reduction))
-        return _CollectiveRequest(s, slot, record, guard=guard)
+        # A large one on a progress thread started by the last arrival:
+        # the ranks compute meanwhile, and Wait only waits.
+        return _start_reduction(self, 'Iallreduce', sig, source, out,
+                                reduction, out is source, progress=shared)
 
     def Reduce(self, sendbuf, recvbuf, op=SUM, root=0):
         """Root's ``recvbuf`` gets ``op`` over every rank's ``sendbuf``."""

@@ -64,10 +64,14 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
         # Open MPI leaves rank 0's receive buffer alone in Exscan.
         if prefix is not None:
             out[...] = prefix
+    # Rank 0's receive buffer of Exscan is neither read nor written
+    # (but IN_PLACE it is what rank 0 sends).
+    skipped = exclusive and s.rank == 0 and not send.in_place
     return _run(self, op_name, (('op', op.name), ('count', source.size),
                                 ('dtype', str(source.dtype))),
                 source, finish, combine,
-                watch=None if send.in_place else source)
+                watch=None if send.in_place else source,
+                receives=None if skipped else out)
 
 
 class Scans:

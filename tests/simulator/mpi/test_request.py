@@ -204,6 +204,109 @@ def test_receive_buffer_of_a_pending_collective_written_is_reported(call):
         simulator.run(body, 2)
 
 
+_REDUCTIONS = ('Iallreduce', 'Ireduce', 'Ireduce_scatter_block',
+               'Ireduce_scatter', 'Iscan', 'Iexscan', 'Allreduce_init',
+               'Reduce_init', 'Reduce_scatter_block_init',
+               'Reduce_scatter_init', 'Scan_init', 'Exscan_init')
+
+
+def _start_reduction(comm, call, in_place, length=4):
+    """Start the SUM reduction ``call`` (an ``I`` call, or a ``*_init``
+    one and its Start) of ``length`` floats per rank and block (rank 1
+    the root); (request, the receive buffer, what it then holds)."""
+    rank, size = comm.rank, comm.size
+    name = 'I' + call[:-5].lower() if call.endswith('_init') else call
+    blocks = size if name.startswith('Ireduce_scatter') else 1
+    send = np.arange(float(length * blocks)) + rank
+    last = {'Iscan': rank, 'Iexscan': rank - 1}.get(name, size - 1)
+    expected = np.arange(float(length * blocks)) * (last + 1) + \
+        last * (last + 1) // 2
+    if blocks > 1:
+        expected = expected[length * rank:length * (rank + 1)]
+    recv = send.copy() if in_place else np.zeros(length)
+    if in_place and (name != 'Ireduce' or rank == 1):
+        send = simulator.mpi.IN_PLACE
+    args = {'Ireduce': (send, recv, simulator.mpi.SUM, 1),
+            'Ireduce_scatter': (send, recv, [length] * size)}.get(
+                name, (send, recv))
+    if call == name:
+        return getattr(comm, call)(*args), recv, expected
+    request = getattr(comm, call)(*args)
+    request.Start()
+    return request, recv, expected
+
+
+@pytest.mark.parametrize('in_place', [False, True],
+                         ids=['buffers', 'in_place'])
+@pytest.mark.parametrize('when', ['before', 'after'])
+@pytest.mark.parametrize('call', _REDUCTIONS)
+def test_receive_buffer_of_a_pending_reduction_written_is_reported(
+        call, when, in_place):
+    # Open MPI writes the result when its schedule gets there (a write
+    # before it is lost, one after it clobbers the result). The
+    # simulator writes Iallreduce's and Ireduce's result when the last
+    # rank arrives, maybe long before the Wait: it compares the buffer
+    # with its contents at the call just before its write, with the
+    # result just after, and at completion. 'before': rank 1 writes
+    # before rank 0 has started; 'after': once both have.
+    def body(comm):
+        rank = comm.rank
+        if rank == 0 and when == 'before':
+            comm.Recv(bytearray(1), source=1, tag=9)
+        request, recv, expected = _start_reduction(comm, call, in_place)
+        if rank == 0:
+            if when == 'after':
+                comm.Send(b'x', dest=1, tag=9)
+            request.Wait()
+            return None
+        if when == 'after':
+            comm.Recv(bytearray(1), source=0, tag=9)
+        recv[1] = -1.0              # written before the Wait
+        if when == 'before':
+            comm.Send(b'x', dest=0, tag=9)
+        with pytest.raises(simulator.errors.BufferModifiedError) as info:
+            request.Wait()
+        request.Wait()              # completed: nothing more to report
+        return str(info.value), recv[:expected.size].tolist(), \
+            expected.tolist()
+    message, got, expected = simulator.run(body, 2)[1]
+    name = 'I' + call[:-5].lower() if call.endswith('_init') else call
+    assert message.startswith('rank 1 wrote to the receive buffer of {}('
+                              .format(name)), message
+    if when == 'after' or not in_place:
+        # the result is delivered (written in place, rank 1's input
+        # was its write)
+        assert got == expected
+
+
+@pytest.mark.parametrize('when', ['before', 'after'])
+def test_large_iallreduce_written_around_its_progress_thread_is_too(when):
+    # From 512 KiB a progress thread writes the result: a write before
+    # it or after it (by timing, with 'after') is reported either way,
+    # and the result delivered.
+    def body(comm):
+        if comm.rank == 0 and when == 'before':
+            comm.Recv(bytearray(1), source=1, tag=9)
+        request, recv, expected = _start_reduction(
+            comm, 'Iallreduce', False, length=1 << 17)
+        if comm.rank == 0:
+            if when == 'after':
+                comm.Send(b'x', dest=1, tag=9)
+            request.Wait()
+            return bool((recv == expected).all())
+        if when == 'after':
+            comm.Recv(bytearray(1), source=0, tag=9)
+        recv[-1] = -1.0
+        if when == 'before':
+            comm.Send(b'x', dest=0, tag=9)
+        with pytest.raises(simulator.errors.BufferModifiedError,
+                           match='receive buffer of Iallreduce'):
+            request.Wait()
+        request.Wait()
+        return bool((recv == expected).all())
+    assert simulator.run(body, 2) == [True, True]
+
+
 @pytest.mark.parametrize('call', _COLLECTIVES)
 def test_send_buffer_written_after_completion_or_in_place_is_not(call):
     def body(comm):
