@@ -28,7 +28,8 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   so the same seed gives every rank the numbers a process would get, and
   unseeded draws differ between ranks (derived from the world's seed);
 - registered library objects (:func:`register_private_object`, e.g.
-  Chainer's ``global_config``) and mappings
+  Chainer's ``global_config``, ``multiprocessing``'s default context)
+  and mappings
   (:func:`register_private_mapping`, e.g. CuPy's per-device generators,
   NumPy's print options),
   applied when their module is imported, so the simulator imports none;
@@ -651,6 +652,9 @@ class _ApplyAfterLoad:
 
 register_private_object('chainer.configuration', 'global_config')
 register_private_mapping('cupy.random._generator', '_random_states')
+# multiprocessing.set_start_method() may be called once per process: the
+# default context's choice is the rank's (ImageNet-style scripts set it).
+register_private_object('multiprocessing.context', '_default_context')
 # NumPy 1.x keeps set_printoptions' settings in a module dict (NumPy 2 in
 # a context variable, which is per thread already).
 register_private_mapping('numpy.core.arrayprint', '_format_options',

@@ -18,6 +18,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 import types
 import warnings
 
@@ -108,15 +109,18 @@ class _LibraryModule(types.ModuleType):
     a rank's assignment that changes nothing, are not)."""
 
     def __setattr__(self, name, value):
-        _report_module_write(self, name, value)
-        super().__setattr__(name, value)
+        with _writing:      # two ranks setting one value: one report
+            _report_module_write(self, name, value)
+            super().__setattr__(name, value)
 
     def __delattr__(self, name):
-        _report_module_write(self, name, _DELETED)
-        super().__delattr__(name)
+        with _writing:
+            _report_module_write(self, name, _DELETED)
+            super().__delattr__(name)
 
 
 _DELETED = object()
+_writing = threading.RLock()
 _adopted = []       # modules whose class is _LibraryModule while installed
 
 

@@ -567,3 +567,24 @@ def test_a_librarys_process_id_is_the_processes():
     results = simulator.run(body, 2)
     assert [library for _, library in results] == [os.getpid()] * 2
     assert len({mine for mine, _ in results} | {os.getpid()}) == 3
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_each_rank_sets_its_own_multiprocessing_start_method(mpi_comm):
+    # Once per process (a second call raises): ImageNet-style scripts set
+    # it in every rank; here each rank picks a different one.
+    import multiprocessing
+    context = multiprocessing.context._default_context
+    saved = context._actual_context
+    context._actual_context = None      # as a fresh process has it
+    try:
+        method = ('fork', 'forkserver', 'spawn')[mpi_comm.rank % 3]
+        multiprocessing.set_start_method(method)
+        mpi_comm.Barrier()
+        with pytest.raises(RuntimeError, match='already been set'):
+            multiprocessing.set_start_method(method)
+        assert mpi_comm.allgather(multiprocessing.get_start_method()) == [
+            ('fork', 'forkserver', 'spawn')[r % 3]
+            for r in range(mpi_comm.size)]
+    finally:
+        context._actual_context = saved
