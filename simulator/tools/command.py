@@ -263,6 +263,8 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
     except SystemExit as stop:
         sys.stdout, sys.stderr = real_out, real_err
         code = stop.code
+        if isinstance(code, bool):
+            code = int(code)    # unittest's sys.exit(not passed)
         notes = ' ({})'.format('; '.join(stop.__notes__)) \
             if getattr(stop, '__notes__', None) else ''
         # sys.exit('message'): Python prints the message and exits 1.
