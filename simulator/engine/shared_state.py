@@ -1,6 +1,6 @@
 """Process-wide changes a rank makes that cannot be made private.
 
-Signal handlers, the recursion limit, the garbage collector's settings,
+The recursion limit, the garbage collector's settings,
 the C environment (``os.putenv``; ``os.environ`` is per rank) and the
 attributes of library modules (``tempfile.tempdir = ...``: a library is
 imported once for every rank) belong to the one real process (the
@@ -16,7 +16,6 @@ silent.
 import builtins
 import gc
 import os
-import signal
 import sys
 import threading
 import types
@@ -85,19 +84,6 @@ def _arguments(name):
     def describe(*args):
         return '{}({})'.format(name, ', '.join(map(repr, args)))
     return describe
-
-
-def _signal_in_rank(original):
-    def signal_in_rank(signum, handler):
-        if current() is None:
-            return original(signum, handler)
-        # Only the main thread may set handlers, and a rank is a thread:
-        # the handler is not installed (it would act for every rank).
-        warn_shared('signal.signal({}, {!r})'.format(signum, handler),
-                    'a handler would act for every rank of the one process '
-                    '(and only its main thread may set one): not installed')
-        return signal.getsignal(signum)
-    return signal_in_rank
 
 
 # -- library modules' attributes ---------------------------------------------
@@ -231,7 +217,6 @@ def _install():
                private=_own_directory),
         _patch(os, 'umask', lambda mask: 'os.umask({:#o})'.format(mask),
                private=_own_directory),
-        wrap(signal, 'signal', _signal_in_rank),
         _patch(sys_dict, 'setrecursionlimit', lambda limit: (
             'sys.setrecursionlimit({})'.format(limit))),
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
