@@ -16,6 +16,7 @@ silent.
 import builtins
 import gc
 import os
+import reprlib
 import sys
 import threading
 import types
@@ -123,15 +124,10 @@ def _report_module_write(module, name, value):
     except Exception:  # an array's ==, a broken __eq__: a change
         pass
     what = 'del {}.{}'.format(module.__name__, name) if value is _DELETED \
-        else '{}.{} = {}'.format(module.__name__, name, _short(value))
+        else '{}.{} = {}'.format(module.__name__, name, reprlib.repr(value))
     warn_shared(what, 'the library is imported once for every rank, so all '
                 'ranks see the change (separate processes would not)',
                 verb='ran')
-
-
-def _short(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + '...'
 
 
 def _adopt(module):
