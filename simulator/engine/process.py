@@ -133,7 +133,8 @@ class ProcessState:
     @property
     def environ(self):
         if self._environ is None:
-            self._environ = dict(_base['environ'])
+            self._environ = {k: v for k, v in _base['environ'].items()
+                             if not _launcher_own(k)}
             self._environ.update(launch_variables(self.context))
         return self._environ
 
@@ -158,6 +159,13 @@ class ProcessState:
 
 
 _base = {'argv': [], 'environ': {}, 'launch': {}}
+
+
+def _launcher_own(name):
+    # mpiexec (prterun) keeps its own PRTE_* and PMIX_* variables from
+    # the processes it starts (the PMIx MCA parameters pass).
+    return name.startswith(('PRTE_', 'PMIX_')) and \
+        not name.startswith('PMIX_MCA_')
 
 
 def _hash_salt():
@@ -242,6 +250,8 @@ def _launch_environ(orig_argv):
             'OMPI_TOOL_NAME': 'mpiexec',
             'OMPI_VERSION': '.'.join(map(str, OPEN_MPI_VERSION)),
             'PRTE_LAUNCHED': '1',
+            # one host: its session folder is on no shared file system
+            'PRTE_SHARED_FS': 'FALSE',
             'PMIX_NAMESPACE': 'prterun-{}-{}@1'.format(socket.gethostname(),
                                                       os.getpid())}
 

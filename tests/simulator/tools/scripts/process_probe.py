@@ -20,6 +20,8 @@ facts = {
     'cached': __cached__,
     'module_types': sorted({str(type(m)) for m in (
         sys, builtins, threading, warnings, json, os)}),
+    # mpiexec keeps its own PRTE_* (the launch's oversubscription here)
+    'prte_variables': sorted(k for k in os.environ if k.startswith('PRTE_')),
     'stdout_tty': sys.stdout.isatty(),
     'stderr_tty': sys.stderr.isatty(),
     'main_thread': threading.current_thread() is threading.main_thread(),
