@@ -64,6 +64,7 @@ def test(activity):
     world = activity.world
     with world.lock:
         world.raise_if_broken(activity.rank)
+        world.check_poll(activity.record)
         if world.schedule is not None:     # answered at the next fence
             return world.schedule.poll(world, activity.rank,
                                        activity.record, activity.ready)
@@ -126,6 +127,7 @@ def _poll(activities, choose_scheduled):
     world = first.world
     with world.lock:
         world.raise_if_broken(first.rank)
+        world.check_poll(first.record)
         if world.schedule is not None:
             return True, world.schedule.await_choice(
                 world, first.rank, first.record, choose_scheduled,

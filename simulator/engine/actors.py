@@ -25,7 +25,7 @@ from simulator.engine.patches import PatchSet, wrap
 from simulator.errors import RankFailedError, SimulatorError
 
 __all__ = ['Actor', 'RankExit', 'RankCpu', 'current', 'current_actor',
-           'enter', 'leave', 'inherit_threads']
+           'thread_actor', 'enter', 'leave', 'inherit_threads']
 
 _local = threading.local()
 
@@ -124,6 +124,11 @@ class Actor:
 def current():
     """The calling thread's RankContext, or None outside a rank."""
     return getattr(_local, 'context', None)
+
+
+def thread_actor():
+    """The calling thread's :class:`Actor`, or None outside a rank."""
+    return getattr(_local, 'actor', None)
 
 
 def current_actor():

@@ -33,7 +33,8 @@ import threading
 import time
 
 from simulator.engine import reports
-from simulator.engine.actors import Actor, RankExit, current_actor
+from simulator.engine.actors import (Actor, RankExit, current_actor,
+                                     thread_actor)
 from simulator.engine.jobs import Job, block_placement
 from simulator.errors import DeadlockError, RankFailedError
 
@@ -129,8 +130,9 @@ class World:
         # world rank -> how MPI started in it (simulator.mpi's
         # initialization: mpi4py.rc read at the rank's first MPI use).
         self.mpi_starts = {}
-        # fn(actor, record) before an actor blocks, set while some rank
-        # runs below MPI_THREAD_MULTIPLE (its waits are checked too).
+        # fn(actor, record, what) before an actor blocks or polls, set
+        # while some rank runs below MPI_THREAD_MULTIPLE (its waits and
+        # tests are calls into MPI too).
         self.thread_check = None
         # world rank -> {memory owner: [(request, memory)]} of its
         # non-blocking buffer receives, completed ones dropped lazily
@@ -253,7 +255,7 @@ class World:
         if ready():
             return
         if self.thread_check is not None:
-            self.thread_check(actor, record)
+            self.thread_check(actor, record, 'a wait on')
         self.polling.pop(actor, None)
         actor.waiting = record
         actor.ready = ready
@@ -347,6 +349,14 @@ class World:
         """Raise this rank's error if the world is broken."""
         if self.failure is not None:
             raise self.failure.exception_for(rank)
+
+    def check_poll(self, record):
+        """A test that never blocks (``Test``, ``Iprobe``...) is a call
+        into MPI too: the thread level's check, below MULTIPLE."""
+        if self.thread_check is not None:
+            actor = thread_actor()
+            if actor is not None:
+                self.thread_check(actor, record, 'a test of')
 
     def _stalled(self, certain=False):
         """Every live actor is blocked (or one waits on a finished rank):

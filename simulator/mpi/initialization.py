@@ -132,12 +132,12 @@ def _watch_waits(world, start):
     """Below MULTIPLE, check the rank's blocking waits too (a
     ``Request.Wait`` from a worker thread makes no communicator call)."""
     if start.level != THREAD_MULTIPLE and world.thread_check is None:
-        def check(actor, record):
+        def check(actor, record, what):
             mine = world.mpi_starts.get(actor.rank)
             if mine is not None and mine.initialized and \
                     mine.level != THREAD_MULTIPLE:
                 _against_level(world, actor.rank, mine, actor,
-                               'a wait on its {}'.format(record.op))
+                               '{} its {}'.format(what, record.op))
         world.thread_check = check
 
 

@@ -101,3 +101,26 @@ def test_a_worker_thread_waiting_below_serialized_is_reported():
     assert "rank 0 used a wait on its irecv at {}:".format(__file__) in \
         str(info.value)
     assert "from its thread 'waiter'" in str(info.value)
+
+
+def test_a_worker_thread_testing_below_serialized_is_reported():
+    # Test never blocks, but it is a call into MPI all the same: a worker
+    # polling a request the main thread started, at FUNNELED.
+    def body(comm):
+        if comm.rank == 1:
+            comm.send('late', dest=0, tag=1)
+            return None
+        request = comm.irecv(source=1, tag=1)
+        polled = []
+        thread = threading.Thread(
+            target=lambda: polled.append(request.Test()), name='poller')
+        thread.start()
+        thread.join()
+        request.wait()
+        return len(polled)
+    assert _at('multiple', body) == [1, None]
+    with pytest.raises(ThreadLevelError) as info:
+        _at('funneled', body)
+    assert "rank 0 used a test of its irecv at {}:".format(__file__) in \
+        str(info.value)
+    assert "from its thread 'poller'" in str(info.value)
