@@ -138,8 +138,8 @@ def _receive_guard(buf):
 class _Posted:
     """The receive memory of a pending non-blocking collective, which
     the program must leave alone until completion: [(part, its bytes)]
-    taken at the call and again right after the simulator writes it
-    before completion (``wrote``); ``check`` compares just before the
+    taken at the call, and the result where the simulator wrote it
+    before completion (``deliver``); ``check`` compares just before the
     simulator writes it and at completion, and remembers a difference
     (``touched``: BufferModifiedError at the Wait/Test)."""
 
@@ -161,11 +161,17 @@ class _Posted:
                 if self.written:
                     memory[...] = held
 
-    def wrote(self):
-        """The simulator has just written the collective's data there
-        (a reduction's result, before this rank's Wait)."""
-        self.parts = [(memory, held_bytes(memory))
-                      for memory, _ in self.parts]
+    def deliver(self, result):
+        """Write ``result``, a reduction's result computed aside, into
+        the memory (one part) maybe long before this rank's Wait (from
+        another thread): checked just before, and compared with
+        ``result`` from then on."""
+        self.check()
+        (memory, _), = self.parts
+        memory[...] = result
+        if memory.dtype.fields is not None:
+            result = held_bytes(memory)     # its padding, not result's
+        self.parts = [(memory, result)]
         self.written = True
 
 
@@ -602,7 +608,7 @@ def _start_reduction(comm, op, signature, source, out, reduction,
         # rank sent is what it held at its call, whatever it writes.
         source = guard[1]
     posted = _receive_guard(out)
-    combine = _watched(_whole(reduction))
+    combine = _watched(reduction)
     arg = (source, out, posted)
     if progress:
         s, slot, record = _start(comm, op, signature, arg,
@@ -612,18 +618,21 @@ def _start_reduction(comm, op, signature, source, out, reduction,
     return _CollectiveRequest(s, slot, record, guard=guard, posted=posted)
 
 
-def _watched(combine):
-    """``combine`` of a :func:`_start_reduction`: each rank's receive
-    memory (the third item of its contribution) is compared just before
-    the write and taken anew just after it."""
-    def run(args):
-        posted = [a[2] for a in args if a[2] is not None]
-        for p in posted:
-            p.check()
-        combine(args)
-        for p in posted:
-            p.wrote()
-    return run
+def _watched(reduction):
+    """The ``combine`` of a :func:`_start_reduction`: the results of the
+    ranks whose receive memory is watched (a :class:`_Posted`, the third
+    item of the contribution) are computed aside and then delivered, so
+    that a write of the program's while the reduction runs (on another
+    thread) is seen, not overwritten."""
+    def combine(args):
+        aside = [None if a[2] is None else np.empty_like(a[1])
+                 for a in args]
+        reduction([a if r is None else (a[0], r) + a[2:]
+                   for a, r in zip(args, aside)]).work()
+        for a, r in zip(args, aside):
+            if r is not None:
+                a[2].deliver(r)
+    return combine
 
 
 def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
