@@ -6,7 +6,9 @@ differs from rank to rank, and a program that places work by
 ``hash(key) % size`` gives each rank a different placement: a bug a
 cluster shows and one interpreter, with its single secret, would hide.
 While a world runs, the program's own calls of ``hash()`` (not the
-libraries', which share their caches between ranks) answer a value
+libraries', which share their caches between ranks, nor a ``__hash__``
+method's, whose objects may sit in a dict built before the run) answer a
+value
 salted per rank for the objects whose hash comes from the secret:
 ``str``, ``bytes``, ``memoryview``, ``datetime``'s dates and times,
 ``enum`` members and ``pathlib`` paths, and tuples and frozensets
@@ -51,8 +53,14 @@ def _hash_for(salt_of):
         def hash(value, /):     # noqa: A001 -- stands for the builtin
             code = real(value)  # unhashable: the builtin's TypeError
             salt = salt_of()
-            if salt is None or not _reads_secret(value) or \
-                    is_library_file(sys._getframe(1).f_code.co_filename):
+            if salt is None or not _reads_secret(value):
+                return code
+            caller = sys._getframe(1).f_code
+            # A __hash__ (the program's, or one a dataclass generates)
+            # keeps the process's: dicts and sets built outside the rank
+            # (at import) must still find their keys inside it.
+            if caller.co_name == '__hash__' or \
+                    is_library_file(caller.co_filename):
                 return code
             return real((salt, code))
         return hash

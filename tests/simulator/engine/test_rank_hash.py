@@ -1,6 +1,7 @@
 """hash() of strings per rank, as each process's own hash secret gives
 (the whole-program comparison with mpiexec, with and without
 PYTHONHASHSEED, is tests/simulator/tools' hash_probe.py)."""
+import dataclasses
 import os
 import pathlib
 
@@ -38,3 +39,29 @@ def test_libraries_hash_with_the_process_secret(mpi_comm):
     assert pathlib.PurePath('data/train').__hash__() == _PATH_HASH
     if os.environ.get('PYTHONHASHSEED', 'random') == 'random':
         assert hash(pathlib.PurePath('data/train')) != _PATH_HASH
+
+
+@dataclasses.dataclass(frozen=True)
+class _Point:
+    name: str
+
+
+class _Named:
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return self.name == other.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+
+# Built at import, outside any rank (as a test module or a library
+# builds its tables): the keys' own __hash__ must find them in a rank.
+_TABLE = {_Point('a'): 1, _Named('b'): 2}
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_keys_hashed_by_their_own_hash_method_are_found_in_a_rank(mpi_comm):
+    assert _TABLE[_Point('a')] == 1 and _TABLE[_Named('b')] == 2
