@@ -6,6 +6,7 @@ Runs in-process on the simulator at sizes 1, 2, 3, 4, 8 and under
 import functools
 import operator
 
+import nonblocking_reductions
 import numpy as np
 import pytest
 
@@ -547,18 +548,12 @@ def test_padded_pair_buffers_left_alone_are_not_reported(mpi_comm, MPI,
         assert out['index'].tolist() == [last, 0, 0]
 
 
-_REDUCTIONS = ('Iallreduce', 'Ireduce', 'Ireduce_scatter_block',
-               'Ireduce_scatter', 'Iscan', 'Iexscan', 'Allreduce_init',
-               'Reduce_init', 'Reduce_scatter_block_init',
-               'Reduce_scatter_init', 'Scan_init', 'Exscan_init')
-
-
 @pytest.mark.mpi(sizes=(1, 2, 3))
 @pytest.mark.parametrize('length', [5, 1 << 17], ids=['small', 'large'])
 @pytest.mark.parametrize('complete', ['Wait', 'Test'])
 @pytest.mark.parametrize('in_place', [False, True],
                          ids=['buffers', 'in_place'])
-@pytest.mark.parametrize('call', _REDUCTIONS)
+@pytest.mark.parametrize('call', nonblocking_reductions.CALLS)
 def test_reduction_buffers_left_alone_until_completion_are_not_reported(
         mpi_comm, MPI, call, in_place, complete, length):
     # The simulator checks a pending reduction's receive buffer around
@@ -567,25 +562,9 @@ def test_reduction_buffers_left_alone_until_completion_are_not_reported(
     # it alone until completion, then reads and rewrites it, is right.
     rank, size = mpi_comm.rank, mpi_comm.size
     root = size - 1
-    name = 'I' + call[:-5].lower() if call.endswith('_init') else call
-    blocks = size if name.startswith('Ireduce_scatter') else 1
-    send = np.arange(float(length * blocks)) + rank
-    last = {'Iscan': rank, 'Iexscan': rank - 1}.get(name, size - 1)
-    expected = np.arange(float(length * blocks)) * (last + 1) + \
-        last * (last + 1) // 2
-    if blocks > 1:
-        expected = expected[length * rank:length * (rank + 1)]
-    recv = send.copy() if in_place else np.full(length, -7.0)
-    if in_place and (name != 'Ireduce' or rank == root):
-        send = MPI.IN_PLACE
-    args = {'Ireduce': (send, recv, MPI.SUM, root),
-            'Ireduce_scatter': (send, recv, [length] * size)}.get(
-                name, (send, recv))
-    if call == name:
-        request = getattr(mpi_comm, call)(*args)
-    else:
-        request = getattr(mpi_comm, call)(*args)
-        request.Start()
+    name = nonblocking_reductions.i_name(call)
+    request, (send, recv), expected, last = nonblocking_reductions.start(
+        mpi_comm, MPI, call, in_place, length, root=root, fill=-7.0)
     if complete == 'Wait':
         request.Wait()
     else:

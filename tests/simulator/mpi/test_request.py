@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
+import nonblocking_reductions
 import simulator
 from simulator.errors import IncompleteRequestWarning
 
@@ -205,42 +206,10 @@ def test_receive_buffer_of_a_pending_collective_written_is_reported(call):
         simulator.run(body, 2)
 
 
-_REDUCTIONS = ('Iallreduce', 'Ireduce', 'Ireduce_scatter_block',
-               'Ireduce_scatter', 'Iscan', 'Iexscan', 'Allreduce_init',
-               'Reduce_init', 'Reduce_scatter_block_init',
-               'Reduce_scatter_init', 'Scan_init', 'Exscan_init')
-
-
-def _start_reduction(comm, call, in_place, length=4):
-    """Start the SUM reduction ``call`` (an ``I`` call, or a ``*_init``
-    one and its Start) of ``length`` floats per rank and block (rank 1
-    the root); (request, the receive buffer, what it then holds)."""
-    rank, size = comm.rank, comm.size
-    name = 'I' + call[:-5].lower() if call.endswith('_init') else call
-    blocks = size if name.startswith('Ireduce_scatter') else 1
-    send = np.arange(float(length * blocks)) + rank
-    last = {'Iscan': rank, 'Iexscan': rank - 1}.get(name, size - 1)
-    expected = np.arange(float(length * blocks)) * (last + 1) + \
-        last * (last + 1) // 2
-    if blocks > 1:
-        expected = expected[length * rank:length * (rank + 1)]
-    recv = send.copy() if in_place else np.zeros(length)
-    if in_place and (name != 'Ireduce' or rank == 1):
-        send = simulator.mpi.IN_PLACE
-    args = {'Ireduce': (send, recv, simulator.mpi.SUM, 1),
-            'Ireduce_scatter': (send, recv, [length] * size)}.get(
-                name, (send, recv))
-    if call == name:
-        return getattr(comm, call)(*args), recv, expected
-    request = getattr(comm, call)(*args)
-    request.Start()
-    return request, recv, expected
-
-
 @pytest.mark.parametrize('in_place', [False, True],
                          ids=['buffers', 'in_place'])
 @pytest.mark.parametrize('when', ['before', 'after'])
-@pytest.mark.parametrize('call', _REDUCTIONS)
+@pytest.mark.parametrize('call', nonblocking_reductions.CALLS)
 def test_receive_buffer_of_a_pending_reduction_written_is_reported(
         call, when, in_place):
     # Open MPI writes the result when its schedule gets there (a write
@@ -254,7 +223,8 @@ def test_receive_buffer_of_a_pending_reduction_written_is_reported(
         rank = comm.rank
         if rank == 0 and when == 'before':
             comm.Recv(bytearray(1), source=1, tag=9)
-        request, recv, expected = _start_reduction(comm, call, in_place)
+        request, (_, recv), expected, _ = nonblocking_reductions.start(
+            comm, simulator.mpi, call, in_place)
         if rank == 0:
             if when == 'after':
                 comm.Send(b'x', dest=1, tag=9)
@@ -288,8 +258,8 @@ def test_large_iallreduce_written_around_its_progress_thread_is_too(when):
     def body(comm):
         if comm.rank == 0 and when == 'before':
             comm.Recv(bytearray(1), source=1, tag=9)
-        request, recv, expected = _start_reduction(
-            comm, 'Iallreduce', False, length=1 << 17)
+        request, (_, recv), expected, _ = nonblocking_reductions.start(
+            comm, simulator.mpi, 'Iallreduce', False, length=1 << 17)
         if comm.rank == 0:
             if when == 'after':
                 comm.Send(b'x', dest=1, tag=9)
