@@ -21,6 +21,7 @@ import sys
 import threading
 import types
 import warnings
+import weakref
 
 from simulator.engine import process, rank_builtins
 from simulator.engine.actors import current
@@ -111,23 +112,81 @@ _writing = threading.RLock()
 _adopted = []       # modules whose class is _LibraryModule while installed
 
 
+class _Write:
+    """A rank's change to a library module's attribute, kept until every
+    rank has made it too (then nothing differs from processes)."""
+
+    __slots__ = ('what', 'value', 'ranks', 'site', 'reported')
+
+    def __init__(self, what, value, rank, site):
+        self.what, self.value, self.ranks = what, value, {rank}
+        self.site, self.reported = site, False
+
+
+_writes = weakref.WeakKeyDictionary()   # world -> {(module, name): _Write}
+_SHARED_MODULE = ('the library is imported once for every rank, so all '
+                  'ranks see the change (separate processes would not)')
+
+
+def _same(old, value):
+    if old is value:
+        return True
+    try:
+        return value is not _DELETED and old is not _DELETED and \
+            bool(old == value)
+    except Exception:  # an array's ==, a broken __eq__: not the same
+        return False
+
+
 def _report_module_write(module, name, value):
-    if current() is None or is_library_file(
+    """Every rank setting one value (a flag each process sets at start)
+    is what processes do: a change is reported when another rank sets a
+    different value, or, at the end of a rank that never made it, that
+    the rank saw it all the same."""
+    context = current()
+    if context is None or is_library_file(
             sys._getframe(2).f_code.co_filename):
         return
-    old = module.__dict__.get(name, _DELETED)
-    if old is value:
+    key = (module.__name__, name)
+    table = _writes.get(context.world)
+    if table is None:
+        table = _writes[context.world] = {}
+        world = context.world
+        world.end_checks.append(lambda rank: _report_unshared(world, rank))
+    write = table.get(key)
+    if _same(module.__dict__.get(name, _DELETED), value):
+        if write is not None:
+            write.ranks.add(context.rank)
         return
-    try:
-        if value is not _DELETED and old is not _DELETED and old == value:
-            return
-    except Exception:  # an array's ==, a broken __eq__: a change
-        pass
-    what = 'del {}.{}'.format(module.__name__, name) if value is _DELETED \
-        else '{}.{} = {}'.format(module.__name__, name, reprlib.repr(value))
-    warn_shared(what, 'the library is imported once for every rank, so all '
-                'ranks see the change (separate processes would not)',
-                verb='ran')
+    what = 'del {}.{}'.format(*key) if value is _DELETED \
+        else '{}.{} = {}'.format(key[0], name, reprlib.repr(value))
+    filename, lineno, _ = user_frame(resolve(capture(3)))
+    if write is not None and write.reported:
+        return      # said once
+    if write is not None and write.ranks != {context.rank}:
+        write.reported = True
+        warn_shared(what, 'rank {} ran {} at {}:{}; {}'.format(
+            min(write.ranks), write.what, *write.site, _SHARED_MODULE),
+            verb='ran')
+        return
+    table[key] = _Write(what, value, context.rank, (filename, lineno))
+
+
+def _report_unshared(world, rank):
+    """At the end of ``rank``'s program: the changes other ranks made
+    and it did not."""
+    with _writing:
+        table = _writes.get(world, {})
+        missed = [w for w in table.values()
+                  if not w.reported and rank not in w.ranks]
+        for write in missed:
+            write.reported = True
+    for write in missed:
+        filename, lineno = write.site
+        warnings.warn_explicit(SharedStateWarning(
+            'rank {} ran {} at {}:{}, which rank {} never did: {}'.format(
+                min(write.ranks), write.what, filename, lineno, rank,
+                _SHARED_MODULE)), SharedStateWarning, filename, lineno)
 
 
 def _adopt(module):
