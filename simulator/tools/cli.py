@@ -162,6 +162,9 @@ def _sizes(options, parser):
     if options.sizes is None:
         if options.size is None:
             parser.error('-n N (or --sizes N,N,...) is required')
+        if options.size < 1:
+            parser.error('-n takes a positive number of ranks, got {}'.format(
+                options.size))
         return [options.size]
     try:
         sizes = [int(n) for n in options.sizes.split(',')]

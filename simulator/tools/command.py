@@ -56,10 +56,22 @@ def run_command(options, parser, argv, sizes):
             parser.error(str(error))
     if options.bound is None:
         options.bound = DEFAULT_BOUND
-    if options.command:
-        code, base = command_code(options.target)
-    else:
-        code, base = load_code(options.target, options.module)
+    try:
+        if options.command:
+            code, base = command_code(options.target)
+        else:
+            code, base = load_code(options.target, options.module)
+    except SyntaxError as error:
+        # As python reports a program it cannot compile (exit status 1).
+        sys.stderr.write(''.join(traceback.format_exception_only(
+            type(error), error)))
+        return 1
+    except OSError as error:
+        # As python reports a script it cannot open (exit status 2).
+        sys.stderr.write("{}: can't open file {!r}: [Errno {}] {}\n".format(
+            (getattr(sys, 'orig_argv', None) or ['python'])[0],
+            os.path.abspath(options.target), error.errno, error.strerror))
+        return 2
     install_mpi4py()
     # As python would: the script's path as given (a module's file with
     # -m, '-c' with -c), and the command line the program would have had

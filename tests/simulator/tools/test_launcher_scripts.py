@@ -315,3 +315,22 @@ def test_string_hashes_differ_between_ranks_as_between_processes(hash_seed):
     real = _mpiexec(3, script, environ=environ)
     assert real.returncode == 0, real.stderr
     assert found == sorted(p for _, p in _payloads(real.stdout))
+
+
+def test_a_script_python_cannot_compile_or_open_ends_as_under_mpiexec(
+        tmp_path):
+    broken = tmp_path / 'broken.py'
+    broken.write_text('x = (\n')
+    for script, status, said in (
+            (broken, 1, "SyntaxError: '(' was never closed"),
+            (tmp_path / 'missing.py', 2, "can't open file")):
+        simulated, real = _simulate(2, str(script)), _mpiexec(2, str(script))
+        assert simulated.returncode == real.returncode == status
+        assert said in simulated.stderr and said in real.stderr
+        assert 'Traceback' not in simulated.stderr
+
+
+def test_a_size_below_one_is_a_usage_error_naming_it():
+    simulated = _simulate(0, _script('hello_ring.py'))
+    assert simulated.returncode == 2
+    assert '-n takes a positive number of ranks, got 0' in simulated.stderr
