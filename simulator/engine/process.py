@@ -53,9 +53,9 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   so a rank that times its own work with it sees what its process would;
 - the program's own ``os.getpid()``: the kernel id of the rank's main
   thread, the same in all its threads and unique per rank, so names and
-  seeds made from it differ between ranks as between processes (the
-  libraries' calls get the process's id, which they look the process up
-  by);
+  seeds made from it differ between ranks as between processes, and a
+  log record's ``process`` (the libraries' other calls get the process's
+  id, which they look the process up by);
 - the working directory and umask (:func:`own_working_directory`).
 
 Outside a rank everything is the process's own object, unchanged. User
@@ -63,6 +63,7 @@ modules are made private by :mod:`simulator.engine.modules`; calls that
 stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 """
 import atexit
+import logging
 import importlib._bootstrap as _bootstrap
 import collections.abc
 import os
@@ -784,10 +785,18 @@ def _getpid_for(real):
         # tempfile, multiprocessing) keep the process's, which they use
         # to find the process itself.
         context = current()
-        if context is None or context.pid is None or not caller_is_user():
+        if context is None or context.pid is None:
+            return real()
+        if not caller_is_user() and \
+                sys._getframe(1).f_code is not _LOG_RECORD:
             return real()
         return context.pid
     return getpid
+
+
+# A log record's process id (the %(process)d of a log format) only says
+# who logged: the rank's, as each process's records carry its own.
+_LOG_RECORD = logging.LogRecord.__init__.__code__
 
 
 def _gethostname_for(real):

@@ -559,11 +559,13 @@ def test_each_rank_has_its_own_process_id(mpi_comm):
 
 @pytest.mark.simulator_only('checks what libraries get of the process id')
 def test_a_librarys_process_id_is_the_processes():
-    import logging
+    # multiprocessing finds its own process by it (a log record's says
+    # who logged, so it is the rank's: test_a_log_records_process_id...).
+    import multiprocessing
     import simulator
 
     def body(comm):
-        return os.getpid(), logging.makeLogRecord({}).process
+        return os.getpid(), multiprocessing.current_process().ident
     results = simulator.run(body, 2)
     assert [library for _, library in results] == [os.getpid()] * 2
     assert len({mine for mine, _ in results} | {os.getpid()}) == 3
@@ -588,3 +590,13 @@ def test_each_rank_sets_its_own_multiprocessing_start_method(mpi_comm):
             for r in range(mpi_comm.size)]
     finally:
         context._actual_context = saved
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_a_log_records_process_id_is_the_ranks(mpi_comm):
+    # %(process)d in a log format tells the ranks' lines apart.
+    import logging
+    record = logging.LogRecord('probe', logging.INFO, __file__, 1, 'm',
+                               None, None)
+    assert record.process == os.getpid()
+    assert len(set(mpi_comm.allgather(record.process))) == mpi_comm.size
