@@ -36,6 +36,8 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
 - the ``warnings`` filters (see :mod:`simulator.engine.rank_warnings`);
 - signal handlers, and the signals a rank sends itself (see
   :mod:`simulator.engine.rank_signals`);
+- POSIX record locks (``fcntl.lockf``; see
+  :mod:`simulator.engine.rank_locks`);
 - the program's own ``hash()`` of strings (salted per rank, as each
   process's own hash secret; see :mod:`simulator.engine.rank_hash`);
 - ``os._exit(n)`` ends the calling rank with status n (see
@@ -78,9 +80,9 @@ import types
 
 import numpy as np
 
-from simulator.engine import (rank_builtins, rank_hash, rank_logging,
-                              rank_signals, rank_sys, rank_threading,
-                              rank_warnings)
+from simulator.engine import (rank_builtins, rank_hash, rank_locks,
+                              rank_logging, rank_signals, rank_sys,
+                              rank_threading, rank_warnings)
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import caller_is_user, find_spec_without
 from simulator.engine.patches import PatchSet, module_class, wrap
@@ -891,6 +893,7 @@ def _install():
     undo.append(rank_logging.install(_private_class))
     undo.append(rank_hash.install(_hash_salt))
     undo.append(rank_signals.install(process_state))
+    undo.append(rank_locks.install())
     undo.append(rank_builtins.install(process_state))
     undo.append(rank_threading.install(process_state))
 
