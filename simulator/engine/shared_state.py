@@ -88,6 +88,21 @@ def _arguments(name):
     return describe
 
 
+_STANDARD_FD = ('descriptors 0-2 belong to the one process, so every '
+                'rank\'s output through them (and the launcher\'s) goes '
+                'where this rank sends it (a rank silenced at the '
+                'descriptor silences all); replace the rank\'s sys.stdout '
+                'or sys.stderr instead, which is its own')
+
+
+def _dup2_for(original):
+    def dup2(fd, fd2, inheritable=True):
+        if fd2 in (0, 1, 2) and current() is not None and caller_is_user():
+            warn_shared('os.dup2({}, {})'.format(fd, fd2), _STANDARD_FD)
+        return original(fd, fd2, inheritable)
+    return dup2
+
+
 # -- library modules' attributes ---------------------------------------------
 
 @module_class
@@ -276,6 +291,7 @@ def _install():
             'sys.setrecursionlimit({})'.format(limit))),
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
             'sys.setswitchinterval({})'.format(interval))),
+        wrap(os, 'dup2', _dup2_for),
     ] + [_patch(owner, name, _arguments(owner.__name__ + '.' + name),
                 users_only=True)
          for owner, name in ((gc, 'disable'), (gc, 'enable'),

@@ -141,3 +141,28 @@ def test_the_users_writes_to_library_modules_are_reported(warnings_of):
                             '{}:'.format(__file__))
     assert 'which rank 0 never did' in alone
     assert type(json) is types.ModuleType       # as it was, after the run
+
+
+def test_redirecting_a_standard_descriptor_in_a_rank_is_reported(
+        warnings_of, tmp_path):
+    # Silencing a rank at the descriptor silences every rank here.
+    target = os.open(str(tmp_path / 'out'), os.O_WRONLY | os.O_CREAT)
+    saved = os.dup(2)
+
+    def body(comm):
+        if comm.rank == 1:
+            os.dup2(target, 2)
+            os.dup2(saved, 2)
+        os.dup2(target, target + 100)     # not a standard one: not said
+    try:
+        messages = warnings_of(body, SharedStateWarning)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+        os.close(target + 100)
+    assert [m.split(' at ')[0] for m in messages] == [
+        'rank 1 called os.dup2({}, 2)'.format(target),
+        'rank 1 called os.dup2({}, 2)'.format(saved)]
+    assert all('descriptors 0-2 belong to the one process' in m
+               for m in messages)
