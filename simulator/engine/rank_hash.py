@@ -7,11 +7,10 @@ differs from rank to rank, and a program that places work by
 cluster shows and one interpreter, with its single secret, would hide.
 While a world runs, the program's own calls of ``hash()`` (not the
 libraries', which share their caches between ranks, nor a ``__hash__``
-method's, whose objects may sit in a dict built before the run) answer a
-value
-salted per rank for the objects whose hash comes from the secret:
-``str``, ``bytes``, ``memoryview``, ``datetime``'s dates and times,
-``enum`` members and ``pathlib`` paths, and tuples and frozensets
+method's, whose objects may sit in a dict built before the run) answer
+a value salted per rank for the objects whose hash comes from the
+secret: ``str``, ``bytes``, ``memoryview``, ``datetime``'s dates and
+times, ``enum`` members and ``pathlib`` paths, and tuples and frozensets
 holding one. The salt is drawn from the world's seed, so a run repeats.
 
 What cannot be made per rank: the order in which a ``set`` or
