@@ -123,6 +123,14 @@ class ProcessState:
         self.modules = {}       # name -> this rank's copy of a user module
         self.exit_handlers = []     # the program's atexit registrations
 
+    def own(self, key, create=False):
+        """The rank's own dict kept under ``key`` in :attr:`objects`
+        (None until one is made, unless ``create``)."""
+        found = self.objects.get(key)
+        if found is None and create:
+            found = self.objects[key] = {}
+        return found
+
     @property
     def argv(self):
         if self._argv is None:

@@ -44,12 +44,7 @@ def _own(create=False):
     """The calling rank's values ({name: value}), or None (outside a rank,
     or a rank that set none unless ``create``)."""
     state = _process_state[0]()
-    if state is None:
-        return None
-    own = state.objects.get(_KEY)
-    if own is None and create:
-        own = state.objects[_KEY] = {}
-    return own
+    return None if state is None else state.own(_KEY, create)
 
 
 def _value_for_caller(name):

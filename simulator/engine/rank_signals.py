@@ -40,13 +40,9 @@ _state = [lambda: None]      # the calling rank's ProcessState, or None
 
 
 def _own(create=False):
+    """The calling rank's handlers ({number: handler}), or None."""
     state = _state[0]()
-    if state is None:
-        return None
-    handlers = state.objects.get(_KEY)
-    if handlers is None and create:
-        handlers = state.objects[_KEY] = {}
-    return handlers
+    return None if state is None else state.own(_KEY, create)
 
 
 def _signal_for(real):
