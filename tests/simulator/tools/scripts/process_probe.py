@@ -20,6 +20,8 @@ facts = {
     'cached': __cached__,
     'module_types': sorted({str(type(m)) for m in (
         sys, builtins, threading, warnings, json, os)}),
+    # a process numbers the threads it names from Thread-1
+    'thread_names': [threading.Thread(target=print).name for _ in 'ab'],
     # mpiexec keeps its own PRTE_* (the launch's oversubscription here)
     'prte_variables': sorted(k for k in os.environ if k.startswith('PRTE_')),
     'stdout_tty': sys.stdout.isatty(),
