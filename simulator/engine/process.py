@@ -28,8 +28,9 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   so the same seed gives every rank the numbers a process would get, and
   unseeded draws differ between ranks (derived from the world's seed);
 - registered library objects (:func:`register_private_object`, e.g.
-  Chainer's ``global_config``, ``multiprocessing``'s default context)
-  and mappings
+  Chainer's ``global_config``, ``multiprocessing``'s default context),
+  counters (:func:`register_private_counter`: ``multiprocessing``'s
+  process numbers) and mappings
   (:func:`register_private_mapping`, e.g. CuPy's per-device generators,
   NumPy's print options),
   applied when their module is imported, so the simulator imports none;
@@ -67,6 +68,7 @@ stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 import atexit
 import logging
 import importlib._bootstrap as _bootstrap
+import itertools
 import collections.abc
 import os
 import platform
@@ -89,6 +91,7 @@ from simulator.engine.patches import PatchSet, module_class, wrap
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
+           'register_private_counter',
            'rank_seed', 'real_sys_dict', 'PrivateSys',
            'launch_variables', 'launcher_environ', 'local_rank_order',
            'spawned_environ',
@@ -546,6 +549,34 @@ def register_private_mapping(module, attribute, copied=False):
     _apply_registered(module)
 
 
+def register_private_counter(module, attribute):
+    """Make the ``itertools.count(1)`` ``module.attribute`` count per
+    rank, from 1 as in a fresh process (the numbers a library names
+    things by: multiprocessing's ``Process-1``...)."""
+    _registry.setdefault(module, []).append((attribute, 'counter'))
+    _apply_registered(module)
+
+
+class _RankCounter:
+    """A module's counter while worlds run: in a rank, the rank's own."""
+
+    def __init__(self, shared, key):
+        self._shared = shared
+        self._key = key
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        state = process_state()
+        if state is None:
+            return next(self._shared)
+        own = state.objects.get(self._key)
+        if own is None:
+            own = state.objects[self._key] = itertools.count(1)
+        return next(own)
+
+
 _private_classes = {}
 
 
@@ -626,6 +657,12 @@ def _apply_registered(name):
 
             def undo(shared=shared, cls=cls):
                 shared.__class__ = cls
+        elif kind == 'counter':
+            setattr(module, attribute, _RankCounter(shared,
+                                                    (name, attribute)))
+
+            def undo(module=module, attribute=attribute, shared=shared):
+                setattr(module, attribute, shared)
         else:
             setattr(module, attribute, _RankMapping(
                 shared, (name, attribute), copied=kind == 'copied'))
@@ -679,6 +716,7 @@ register_private_mapping('cupy.random._generator', '_random_states')
 # multiprocessing.set_start_method() may be called once per process: the
 # default context's choice is the rank's (ImageNet-style scripts set it).
 register_private_object('multiprocessing.context', '_default_context')
+register_private_counter('multiprocessing.process', '_process_counter')
 # NumPy 1.x keeps set_printoptions' settings in a module dict (NumPy 2 in
 # a context variable, which is per thread already).
 register_private_mapping('numpy.core.arrayprint', '_format_options',

@@ -4,6 +4,7 @@ Open MPI numbers local ranks in world order): its arguments and command
 line as given, the launcher's variables, its streams and threads."""
 import builtins
 import json
+import multiprocessing
 import os
 import re
 import sys
@@ -22,6 +23,8 @@ facts = {
         sys, builtins, threading, warnings, json, os)}),
     # a process numbers the threads it names from Thread-1
     'thread_names': [threading.Thread(target=print).name for _ in 'ab'],
+    'process_names': [multiprocessing.Process(target=print).name
+                      for _ in 'ab'],
     # mpiexec keeps its own PRTE_* (the launch's oversubscription here)
     'prte_variables': sorted(k for k in os.environ if k.startswith('PRTE_')),
     'stdout_tty': sys.stdout.isatty(),
