@@ -550,15 +550,16 @@ def register_private_mapping(module, attribute, copied=False):
 
 
 def register_private_counter(module, attribute):
-    """Make the ``itertools.count(1)`` ``module.attribute`` count per
-    rank, from 1 as in a fresh process (the numbers a library names
-    things by: multiprocessing's ``Process-1``...)."""
+    """Make the ``itertools.count(1)`` ``module.attribute`` (or its
+    ``__next__``) count per rank, from 1 as in a fresh process: the
+    numbers a library names things by (``Thread-1``, ``Process-1``)."""
     _registry.setdefault(module, []).append((attribute, 'counter'))
     _apply_registered(module)
 
 
 class _RankCounter:
-    """A module's counter while worlds run: in a rank, the rank's own."""
+    """A module's counter while worlds run: in a rank, the rank's own.
+    Iterated (``next(counter)``) or called, as the one it stands for."""
 
     def __init__(self, shared, key):
         self._shared = shared
@@ -570,11 +571,14 @@ class _RankCounter:
     def __next__(self):
         state = process_state()
         if state is None:
-            return next(self._shared)
+            shared = self._shared
+            return shared() if callable(shared) else next(shared)
         own = state.objects.get(self._key)
         if own is None:
             own = state.objects[self._key] = itertools.count(1)
         return next(own)
+
+    __call__ = __next__
 
 
 _private_classes = {}
@@ -717,6 +721,7 @@ register_private_mapping('cupy.random._generator', '_random_states')
 # default context's choice is the rank's (ImageNet-style scripts set it).
 register_private_object('multiprocessing.context', '_default_context')
 register_private_counter('multiprocessing.process', '_process_counter')
+register_private_counter('threading', '_counter')
 # NumPy 1.x keeps set_printoptions' settings in a module dict (NumPy 2 in
 # a context variable, which is per thread already).
 register_private_mapping('numpy.core.arrayprint', '_format_options',

@@ -1,4 +1,4 @@
-"""``threading.excepthook`` and thread names per rank.
+"""``threading.excepthook`` per rank.
 
 A process that sets ``threading.excepthook`` (an MPI abort hook for its
 helper threads, a custom report) has it called for its own threads'
@@ -8,11 +8,9 @@ the process's), and the module's namespace, where ``threading``'s own
 code looks the hook up when a thread fails, holds a dispatcher that calls
 the failing thread's rank's hook.
 
-A process numbers the threads it names itself from 1 (``Thread-1``,
-``Thread-2``...): each rank counts its own, so its threads are named
-(in logs' ``%(threadName)s`` too) as its process's would be.
+(A rank's ``Thread-1``, ``Thread-2``... numbering is its own too: see
+:func:`simulator.engine.process.register_private_counter`.)
 """
-import itertools
 import threading
 import types
 
@@ -57,21 +55,7 @@ def install(process_state):
     namespace['excepthook'] = dispatch
     threading.__class__ = private
 
-    # threading._newname draws "Thread-%d" numbers from this global.
-    shared['_counter'] = namespace['_counter']
-
-    def counter():
-        mine = own()
-        if mine is None:
-            return shared['_counter']()
-        numbers = mine.get('_counter')
-        if numbers is None:
-            numbers = mine['_counter'] = itertools.count(1)
-        return next(numbers)
-    namespace['_counter'] = counter
-
     def undo():
         threading.__class__ = types.ModuleType
         namespace['excepthook'] = shared['excepthook']
-        namespace['_counter'] = shared['_counter']
     return undo
