@@ -17,6 +17,7 @@ import builtins
 import gc
 import os
 import reprlib
+import signal
 import sys
 import threading
 import types
@@ -101,6 +102,31 @@ def _dup2_for(original):
             warn_shared('os.dup2({}, {})'.format(fd, fd2), _STANDARD_FD)
         return original(fd, fd2, inheritable)
     return dup2
+
+
+_TIMER = ('its signal goes to the one process, not to this rank\'s '
+          'handler: when it fires, the process acts on it (for SIGALRM, '
+          'ending the whole run) where under mpiexec the rank\'s handler '
+          'would run')
+
+
+def _timer_for(describe):
+    def make(original):
+        def call(*args):
+            if current() is not None and describe(*args) is not None:
+                warn_shared(describe(*args), _TIMER)
+            return original(*args)
+        return call
+    return make
+
+
+def _alarm(seconds):
+    return 'signal.alarm({})'.format(seconds) if seconds else None
+
+
+def _setitimer(which, seconds, interval=0.0):
+    return 'signal.setitimer({}, {})'.format(which, seconds) \
+        if seconds else None
 
 
 # -- library modules' attributes ---------------------------------------------
@@ -292,6 +318,8 @@ def _install():
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
             'sys.setswitchinterval({})'.format(interval))),
         wrap(os, 'dup2', _dup2_for),
+        wrap(signal, 'alarm', _timer_for(_alarm)),
+        wrap(signal, 'setitimer', _timer_for(_setitimer)),
     ] + [_patch(owner, name, _arguments(owner.__name__ + '.' + name),
                 users_only=True)
          for owner, name in ((gc, 'disable'), (gc, 'enable'),

@@ -166,3 +166,19 @@ def test_redirecting_a_standard_descriptor_in_a_rank_is_reported(
         'rank 1 called os.dup2({}, 2)'.format(saved)]
     assert all('descriptors 0-2 belong to the one process' in m
                for m in messages)
+
+
+def test_a_ranks_timer_signal_is_reported(warnings_of):
+    # SIGALRM goes to the process: the rank's handler would not run.
+    def body(comm):
+        if comm.rank == 1:
+            signal.setitimer(signal.ITIMER_REAL, 100.0)
+            signal.setitimer(signal.ITIMER_REAL, 0)     # cancelled: not said
+            signal.alarm(100)
+            signal.alarm(0)
+    messages = warnings_of(body, SharedStateWarning)
+    assert [m.split(' at ')[0] for m in messages] == [
+        'rank 1 called signal.setitimer({}, 100.0)'.format(
+            signal.ITIMER_REAL),
+        'rank 1 called signal.alarm(100)']
+    assert all("not to this rank's handler" in m for m in messages)
