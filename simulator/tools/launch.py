@@ -76,6 +76,8 @@ class RankStream:
     order (each rank's in its own order). ``tty``: what :meth:`isatty`
     answers a rank: Open MPI's mpiexec gives each process's stdout a
     pseudo-terminal, whatever its own output is, and its stderr a pipe.
+    A rank that closes it closes its own (its later writes raise, as on
+    a closed file); the others, and the launcher, keep writing.
     """
 
     def __init__(self, stream, hold=False, tty=False):
@@ -84,11 +86,13 @@ class RankStream:
         self._lock = threading.Lock()
         self._partial = {}
         self._held = [] if hold else None
+        self._closed = set()        # ranks that closed their stream
 
     def write(self, text):
         ctx = current()
         if ctx is None:
             return self._stream.write(text)
+        _check_open(ctx.rank in self._closed)
         with self._lock:
             pending = self._partial.get(ctx.rank, '') + text
             *lines, rest = pending.split('\n')
@@ -129,13 +133,36 @@ class RankStream:
             self._stream.flush()
 
     def flush(self):
+        ctx = current()
+        if ctx is not None:
+            _check_open(ctx.rank in self._closed)
         self._stream.flush()
 
+    def close(self):
+        ctx = current()
+        if ctx is None:
+            return self._stream.close()
+        if ctx.rank not in self._closed:
+            self.flush_rank(ctx.rank)   # as closing a file flushes it
+            self._closed.add(ctx.rank)
+
+    @property
+    def closed(self):
+        ctx = current()
+        return self._stream.closed if ctx is None else \
+            ctx.rank in self._closed
+
     def isatty(self):
+        _check_open(self.closed)
         return self._tty if current() is not None else False
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def _check_open(closed):
+    if closed:
+        raise ValueError('I/O operation on closed file.')
 
 
 class RankInput:
@@ -148,9 +175,12 @@ class RankInput:
     def __init__(self, stream):
         self._stream = stream
         self._empty = None
+        self._closed = set()        # ranks that closed their input
 
     def _source(self):
         ctx = current()
+        if ctx is not None:
+            _check_open(ctx.rank in self._closed)
         if ctx is None or ctx.rank == 0:
             return self._stream
         if self._empty is None:
@@ -171,6 +201,18 @@ class RankInput:
 
     def isatty(self):
         return False if current() is not None else self._stream.isatty()
+
+    def close(self):
+        ctx = current()
+        if ctx is None:
+            return self._stream.close()
+        self._closed.add(ctx.rank)      # the rank's own input only
+
+    @property
+    def closed(self):
+        ctx = current()
+        return self._stream.closed if ctx is None else \
+            ctx.rank in self._closed
 
     def close_empty(self):
         """Close the stand-in for /dev/null (after the run)."""

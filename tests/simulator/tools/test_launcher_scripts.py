@@ -334,3 +334,14 @@ def test_a_size_below_one_is_a_usage_error_naming_it():
     simulated = _simulate(0, _script('hello_ring.py'))
     assert simulated.returncode == 2
     assert '-n takes a positive number of ranks, got 0' in simulated.stderr
+
+
+def test_a_rank_that_closes_its_stdout_closes_its_own_only():
+    script = _script('closes_its_stdout.py')
+    found = _simulated_payloads(3, script)
+    assert sorted(p for _, p in found) == [
+        'OUT rank=0 printed after the close',
+        'OUT rank=2 printed after the close']
+    simulated = _simulate(3, script)
+    assert 'rank 1: I/O operation on closed file.' in simulated.stderr
+    _assert_same_under_mpiexec(found, 3, script)
