@@ -139,13 +139,17 @@ class _LibraryModule(types.ModuleType):
 
     def __setattr__(self, name, value):
         with _writing:      # two ranks setting one value: one report
-            _report_module_write(self, name, value)
+            report = _module_write(self, name, value)
             super().__setattr__(name, value)
+        if report is not None:      # warned outside the lock
+            warn_shared(*report, verb='ran')
 
     def __delattr__(self, name):
         with _writing:
-            _report_module_write(self, name, _DELETED)
+            report = _module_write(self, name, _DELETED)
             super().__delattr__(name)
+        if report is not None:
+            warn_shared(*report, verb='ran')
 
 
 _DELETED = object()
@@ -179,15 +183,16 @@ def _same(old, value):
         return False
 
 
-def _report_module_write(module, name, value):
-    """Every rank setting one value (a flag each process sets at start)
-    is what processes do: a change is reported when another rank sets a
-    different value, or, at the end of a rank that never made it, that
-    the rank saw it all the same."""
+def _module_write(module, name, value):
+    """Note a write (``_writing`` held); (call, consequence) to report now,
+    or None. Every rank setting one value (a flag each process sets at
+    start) is what processes do: a change is reported when another rank
+    sets a different value, or, at the end of a rank that never made it,
+    that the rank saw it all the same."""
     context = current()
     if context is None or is_library_file(
             sys._getframe(2).f_code.co_filename):
-        return
+        return None
     key = (module.__name__, name)
     table = _writes.get(context.world)
     if table is None:
@@ -198,19 +203,18 @@ def _report_module_write(module, name, value):
     if _same(module.__dict__.get(name, _DELETED), value):
         if write is not None:
             write.ranks.add(context.rank)
-        return
+        return None
+    if write is not None and write.reported:
+        return None     # said once
     what = 'del {}.{}'.format(*key) if value is _DELETED \
         else '{}.{} = {}'.format(key[0], name, reprlib.repr(value))
-    filename, lineno, _ = user_frame(resolve(capture(3)))
-    if write is not None and write.reported:
-        return      # said once
     if write is not None and write.ranks != {context.rank}:
         write.reported = True
-        warn_shared(what, 'rank {} ran {} at {}:{}; {}'.format(
-            min(write.ranks), write.what, *write.site, _SHARED_MODULE),
-            verb='ran')
-        return
+        return what, 'rank {} ran {} at {}:{}; {}'.format(
+            min(write.ranks), write.what, *write.site, _SHARED_MODULE)
+    filename, lineno, _ = user_frame(resolve(capture(3)))
     table[key] = _Write(what, value, context.rank, (filename, lineno))
+    return None
 
 
 def _report_unshared(world, rank):
