@@ -17,7 +17,7 @@ import sysconfig
 import threading
 
 __all__ = ['is_library_file', 'library_dirs', 'register_library',
-           'find_spec_without', 'caller_is_user']
+           'find_spec_without', 'then_after_exec', 'caller_is_user']
 
 _SIMULATOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
@@ -132,3 +132,38 @@ def find_spec_without(hook, fullname, path=None, target=None):
         return None
     finally:
         asking.pop()
+
+
+def then_after_exec(spec, then):
+    """Make ``spec`` (found by a meta-path hook for one import) call
+    ``then(module)`` once its module is executed; the module keeps its
+    own loader. Returns ``spec``."""
+    if spec is not None and hasattr(spec.loader, 'exec_module'):
+        spec.loader = _AfterExec(spec.loader, then)
+    return spec
+
+
+class _AfterExec:
+    """A loader for one import: its own, then ``then(module)``."""
+
+    def __init__(self, loader, then):
+        self._loader = loader
+        self._then = then
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        try:
+            self._loader.exec_module(module)
+        finally:
+            spec = module.__spec__
+            if spec is not None and spec.loader is self:
+                spec.loader = self._loader
+            if module.__dict__.get('__loader__') is self:
+                module.__dict__['__loader__'] = self._loader
+        self._then(module)
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+

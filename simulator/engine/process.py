@@ -86,7 +86,8 @@ from simulator.engine import (rank_builtins, rank_hash, rank_locks,
                               rank_logging, rank_signals, rank_sys,
                               rank_threading, rank_warnings)
 from simulator.engine.actors import RankExit, current
-from simulator.engine.libraries import caller_is_user, find_spec_without
+from simulator.engine.libraries import (caller_is_user, find_spec_without,
+                                        then_after_exec)
 from simulator.engine.patches import PatchSet, module_class, wrap
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
@@ -661,15 +662,11 @@ def _apply_registered(name):
 
             def undo(shared=shared, cls=cls):
                 shared.__class__ = cls
-        elif kind == 'counter':
-            setattr(module, attribute, _RankCounter(shared,
-                                                    (name, attribute)))
-
-            def undo(module=module, attribute=attribute, shared=shared):
-                setattr(module, attribute, shared)
         else:
-            setattr(module, attribute, _RankMapping(
-                shared, (name, attribute), copied=kind == 'copied'))
+            key = (name, attribute)
+            setattr(module, attribute, _RankCounter(shared, key)
+                    if kind == 'counter' else
+                    _RankMapping(shared, key, copied=kind == 'copied'))
 
             def undo(module=module, attribute=attribute, shared=shared):
                 setattr(module, attribute, shared)
@@ -686,33 +683,16 @@ class _RegisteredImportHook:
         if '.' in fullname or not any(
                 name.partition('.')[0] == fullname for name in _registry):
             return None
-        spec = find_spec_without(self, fullname, path, target)
-        if spec is None:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, 'exec_module'):
-            return spec
-        spec.loader = _ApplyAfterLoad(loader, loader.exec_module, fullname)
-        return spec
+        return then_after_exec(find_spec_without(self, fullname, path,
+                                                 target),
+                               lambda module: _apply_registered_under(
+                                   fullname))
 
 
-class _ApplyAfterLoad:
-    def __init__(self, loader, execute, name):
-        self._loader = loader
-        self._execute = execute
-        self._name = name
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._execute(module)
-        for name in list(_registry):
-            if name.partition('.')[0] == self._name:
-                _apply_registered(name)
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
+def _apply_registered_under(package):
+    for name in list(_registry):
+        if name.partition('.')[0] == package:
+            _apply_registered(name)
 
 
 register_private_object('chainer.configuration', 'global_config')

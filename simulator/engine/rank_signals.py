@@ -93,17 +93,17 @@ def _deliver(signalnum, frame, send):
 def _kill_for(real):
     def kill(pid, signalnum):
         context = current()
-        if context is None or pid != context.pid or signalnum == 0:
-            return real(pid, signalnum)
+        if context is None or pid != context.pid or \
+                not 0 < signalnum < signal.NSIG:
+            return real(pid, signalnum)     # (0 or no signal: checks only)
         _deliver(signalnum, sys._getframe(1), lambda: real(pid, signalnum))
     return kill
 
 
 def _raise_signal_for(real):
     def raise_signal(signalnum):
-        if current() is None:
-            return real(signalnum)
-        _handler(signalnum)     # validates the number
+        if current() is None or not 0 < signalnum < signal.NSIG:
+            return real(signalnum)      # (no signal: its OSError)
         _deliver(signalnum, sys._getframe(1), lambda: real(signalnum))
     return raise_signal
 

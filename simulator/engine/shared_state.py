@@ -27,7 +27,7 @@ import weakref
 from simulator.engine import process, rank_builtins
 from simulator.engine.actors import current
 from simulator.engine.libraries import (caller_is_user, find_spec_without,
-                                        is_library_file)
+                                        is_library_file, then_after_exec)
 from simulator.engine.patches import PatchSet, module_class, wrap
 from simulator.engine.trace import capture, resolve, user_frame
 
@@ -65,7 +65,8 @@ def _patch(owner, name, describe, users_only=False,
     """Report ``owner.name``'s calls in a rank (``users_only``: only the
     user's own; libraries make these for a moment and undo them, as
     ``timeit`` disables the collector while it times; ``private(context)``:
-    the rank has its own, nothing to report)."""
+    the rank has its own, nothing to report; ``describe`` answering None:
+    a call that changes nothing shared)."""
     def make(original):
         def call(*args, **kwargs):
             context = current()
@@ -73,7 +74,9 @@ def _patch(owner, name, describe, users_only=False,
                                    caller_is_user())) and \
                     (private is None or context is None or
                      not private(context)):
-                warn_shared(describe(*args, **kwargs), consequence)
+                said = describe(*args, **kwargs)
+                if said is not None:
+                    warn_shared(said, consequence)
             return original(*args, **kwargs)
         return call
     return wrap(owner, name, make)
@@ -96,28 +99,14 @@ _STANDARD_FD = ('descriptors 0-2 belong to the one process, so every '
                 'or sys.stderr instead, which is its own')
 
 
-def _dup2_for(original):
-    def dup2(fd, fd2, inheritable=True):
-        if fd2 in (0, 1, 2) and current() is not None and caller_is_user():
-            warn_shared('os.dup2({}, {})'.format(fd, fd2), _STANDARD_FD)
-        return original(fd, fd2, inheritable)
-    return dup2
+def _dup2(fd, fd2, inheritable=True):
+    return 'os.dup2({}, {})'.format(fd, fd2) if fd2 in (0, 1, 2) else None
 
 
 _TIMER = ('its signal goes to the one process, not to this rank\'s '
           'handler: when it fires, the process acts on it (for SIGALRM, '
           'ending the whole run) where under mpiexec the rank\'s handler '
           'would run')
-
-
-def _timer_for(describe):
-    def make(original):
-        def call(*args):
-            if current() is not None and describe(*args) is not None:
-                warn_shared(describe(*args), _TIMER)
-            return original(*args)
-        return call
-    return make
 
 
 def _alarm(seconds):
@@ -248,31 +237,6 @@ def _adopt(module):
     _adopted.append(module)
 
 
-class _AdoptingLoader:
-    """A library module's loader for one import during a run: adopts the
-    module once it is executed, then steps aside."""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        try:
-            self._loader.exec_module(module)
-        finally:
-            spec = module.__spec__
-            if spec is not None and spec.loader is self:
-                spec.loader = self._loader
-            if module.__dict__.get('__loader__') is self:
-                module.__dict__['__loader__'] = self._loader
-        _adopt(module)
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
-
-
 class _ImportHook:
     """First on ``sys.meta_path`` while worlds run: a library module a
     rank imports is adopted as those imported before were."""
@@ -280,11 +244,9 @@ class _ImportHook:
     def find_spec(self, fullname, path=None, target=None):
         spec = find_spec_without(self, fullname, path, target)
         if spec is None or spec.origin is None or \
-                not hasattr(spec.loader, 'exec_module') or \
                 not is_library_file(spec.origin):
             return spec
-        spec.loader = _AdoptingLoader(spec.loader)
-        return spec
+        return then_after_exec(spec, _adopt)
 
 
 def _report_library_modules():
@@ -321,9 +283,10 @@ def _install():
             'sys.setrecursionlimit({})'.format(limit))),
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
             'sys.setswitchinterval({})'.format(interval))),
-        wrap(os, 'dup2', _dup2_for),
-        wrap(signal, 'alarm', _timer_for(_alarm)),
-        wrap(signal, 'setitimer', _timer_for(_setitimer)),
+        _patch(os, 'dup2', _dup2, users_only=True,
+               consequence=_STANDARD_FD),
+        _patch(signal, 'alarm', _alarm, consequence=_TIMER),
+        _patch(signal, 'setitimer', _setitimer, consequence=_TIMER),
     ] + [_patch(owner, name, _arguments(owner.__name__ + '.' + name),
                 users_only=True)
          for owner, name in ((gc, 'disable'), (gc, 'enable'),
