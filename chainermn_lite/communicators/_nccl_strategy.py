@@ -40,6 +40,37 @@ def nccl_module_for(mpi_comm):
                 type(e).__name__, e, _CPU_NAMES)) from e
 
 
+def _is_simulated(nccl):
+    """True for an NCCL stand-in shipped beside a simulated MPI package
+    (it reduces host memory: rank threads may share a GPU)."""
+    return not nccl.__name__.startswith('cupy')
+
+
+def _check_one_gpu_per_rank(ctx, bus=None):
+    """ValueError on every rank when two ranks of the communicator would
+    give NCCL one GPU (NCCL refuses, saying only 'invalid usage').
+    ``bus``: this rank's GPU's PCI bus id (default: the current device's).
+    """
+    if bus is None:
+        import cupy
+        bus = cupy.cuda.runtime.deviceGetPCIBusId(cupy.cuda.Device().id)
+    here = (ctx.module.Get_processor_name(), bus)
+    owners = {}
+    for rank, place in enumerate(ctx.mpi_comm.allgather(here)):
+        owners.setdefault(place, []).append(rank)
+    clashes = sorted((ranks, place) for place, ranks in owners.items()
+                     if len(ranks) > 1)
+    if clashes:
+        ranks, (host, bus) = clashes[0]
+        raise ValueError(
+            "the 'pure_nccl' communicator needs a GPU per rank: ranks {} "
+            'share the GPU at PCI {} on {}. Select one per rank before the '
+            'first collective (e.g. chainer.cuda.get_device_from_id('
+            'comm.intra_rank).use()), or use a communicator that stages '
+            'GPU arrays through the host: naive, flat, hierarchical, '
+            'non_cuda_aware'.format(', '.join(map(str, ranks)), bus, host))
+
+
 def _pointer(array):
     if isinstance(array, numpy.ndarray):
         return array.ctypes.data
@@ -94,6 +125,8 @@ class PureNccl(_strategies.GradientStrategy):
             # A unique id is ~128 bytes: one piece, whatever max_buf_len.
             uid = _object_collectives.bcast_obj(ctx.mpi_comm, uid,
                                                 _mpi.INT_MAX)
+            if not _is_simulated(self._nccl):
+                _check_one_gpu_per_rank(ctx)
             self.nccl_comm = self._nccl.NcclCommunicator(ctx.size, uid,
                                                          ctx.rank)
         return self.nccl_comm

@@ -323,3 +323,23 @@ def test_model_parallel_step_on_the_device(mpi_comm, make_communicator):
         assert isinstance(gpu, device.xp.ndarray)
         np.testing.assert_allclose(gpu.get(), host, rtol=1e-5, atol=1e-5)
     comm.finalize()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_pure_nccl_ranks_on_one_gpu_are_told_so(mpi_comm, simulated,
+                                                make_communicator):
+    # NCCL itself answers only "invalid usage"; every rank gets the
+    # ranks and the GPU instead, and no rank is left waiting.
+    if simulated:
+        pytest.skip('simulator.nccl reduces host memory: rank threads may '
+                    'share a GPU')
+    if _gpu_count() >= mpi_comm.Get_size():
+        pytest.skip('a GPU per rank here: nothing shared')
+    comm = make_communicator(mpi_comm, 'pure_nccl')
+    model = _Model()
+    _fill_grads(model, comm.rank)
+    model.to_device(chainer.get_device('@cupy:0'))
+    with pytest.raises(ValueError, match='a GPU per rank: ranks 0, 1 share'):
+        comm.multi_node_mean_grad(model)
+    assert comm.allreduce_obj(1) == comm.size
+    comm.finalize()

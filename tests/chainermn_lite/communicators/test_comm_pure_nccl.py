@@ -105,3 +105,33 @@ def test_pure_nccl_without_cupy_names_alternatives():
 
     with pytest.raises(RuntimeError, match='naive, flat'):
         chainermn_lite.create_communicator('pure_nccl', mpi_comm=FakeComm())
+
+
+@pytest.mark.mpi(sizes=(2, 3, 4))
+def test_ranks_sharing_a_gpu_are_named_on_every_rank(
+        mpi_comm, make_communicator):
+    # Real NCCL refuses two ranks of one communicator on one GPU with
+    # "invalid usage" and nothing else (seen on an H100, 2026-11-27); the
+    # check names the ranks and the GPU before NCCL is asked. The GPU is
+    # given by its PCI bus id, so no GPU is needed to run this both ways.
+    from chainermn_lite.communicators import _nccl_strategy
+    comm = make_communicator(mpi_comm)
+    rank, size = comm.rank, comm.size
+    # One GPU per rank: nothing to say.
+    _nccl_strategy._check_one_gpu_per_rank(
+        comm._context, bus='0000:{:02X}:00.0'.format(rank))
+    # Ranks 1 and the last on one GPU: every rank raises, naming them.
+    shared = '0000:C0:00.0'
+    bus = shared if rank in (1, size - 1) else '0000:{:02X}:00.0'.format(rank)
+    if size == 2:
+        bus = shared
+    with pytest.raises(ValueError) as raised:
+        _nccl_strategy._check_one_gpu_per_rank(comm._context, bus=bus)
+    expect = '0, 1' if size == 2 else '1, {}'.format(size - 1)
+    message = str(raised.value)
+    assert 'ranks {} share the GPU at PCI {}'.format(expect, shared) in message
+    assert comm._context.module.Get_processor_name() in message
+    assert 'get_device_from_id(comm.intra_rank)' in message
+    # Nothing was lost: the communicator still works.
+    assert comm.allreduce_obj(rank) == size * (size - 1) // 2
+    comm.finalize()
