@@ -118,13 +118,22 @@ def test_pytest_under_compat_with_warnings_as_errors(tmp_path):
     # be rewritten, which failed ChainerMN's whole suite before a test ran.
     (tmp_path / 'setup.cfg').write_text(
         '[tool:pytest]\nfilterwarnings =\n    error\n')
+    # As Chainer's tests/conftest.py does, Chainer is imported before the
+    # filters apply: its own import-time warnings (no cuDNN beside CuPy,
+    # setuptools' pkg_resources notice) stay warnings, as in its suite.
+    (tmp_path / 'conftest.py').write_text('import chainer  # noqa\n')
     (tmp_path / 'test_uses_chainermn.py').write_text(textwrap.dedent('''
         import chainermn
 
         def test_create():
             assert chainermn.create_communicator('naive').size == 1
         '''))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    # A run of its own, not an xdist worker: with PYTEST_XDIST_WORKER
+    # inherited, pytest-benchmark (where installed) warned that xdist was
+    # active, an error here (GPU machine, 2026-11-27).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith('PYTEST_')}
+    env['PYTHONPATH'] = os.pathsep.join(sys.path)
     done = subprocess.run(
         [sys.executable, '-m', 'chainermn_lite.compat', '-m', 'pytest',
          '-p', 'no:cacheprovider', '-p', 'no:xdist', '-q',
@@ -228,11 +237,14 @@ def test_base_class_without_strategy_names_itself(mpi_comm):
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
 def test_pure_nccl_class_takes_both_option_spellings(mpi_comm, simulated):
+    gpus = None
     if not simulated:
         try:
-            import cupy  # noqa: F401 -- presence test
+            import cupy
         except ImportError:
             pytest.skip('pure_nccl needs CuPy with NCCL on real MPI')
+        gpus = cupy.cuda.runtime.getDeviceCount()
+        cupy.cuda.Device(mpi_comm.Get_rank() % gpus).use()
     comm = PureNcclCommunicator(mpi_comm, allreduce_grad_dtype=np.float16)
     assert comm.allreduce_grad_dtype == np.float16
     assert comm.nccl_comm is None
@@ -240,6 +252,11 @@ def test_pure_nccl_class_takes_both_option_spellings(mpi_comm, simulated):
     assert comm.get_config('allreduce_grad_dtype') == np.float32
     with pytest.raises(ValueError, match='int32'):
         comm.set_config('allreduce_grad_dtype', np.int32)
+    if gpus is not None and gpus < comm.size:
+        # Real NCCL needs a GPU per rank.
+        with pytest.raises(ValueError, match='a GPU per rank: ranks 0, '):
+            comm._init_comms()
+        return
     comm._init_comms()
     assert comm.nccl_comm is not None
     model = _Model()
