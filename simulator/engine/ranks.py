@@ -157,6 +157,15 @@ def run_ranks(world, main, timeout=None):
     return _outcome(world)
 
 
+class _RankMainThread(threading.Thread):
+    """A rank's main thread, its class named as a process's main thread's
+    (``repr(threading.current_thread())`` reads ``<_MainThread(...)>``)."""
+
+
+_RankMainThread.__name__ = _RankMainThread.__qualname__ = '_MainThread'
+_RankMainThread.__module__ = 'threading'
+
+
 def _start_threads(world, contexts, mains, main):
     """Start the main thread of each of ``contexts``' ranks (their
     actors ``mains``), running ``main(context)``."""
@@ -166,7 +175,7 @@ def _start_threads(world, contexts, mains, main):
         old_stack = threading.stack_size(_BIG_WORLD_STACK)
     try:
         for context, actor in zip(contexts, mains):
-            t = threading.Thread(
+            t = _RankMainThread(
                 # Each rank's main thread is its process's main
                 # thread: code that asks threading for the name sees
                 # what it sees under mpiexec.

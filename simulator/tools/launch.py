@@ -19,6 +19,7 @@ import types
 from simulator import mpi
 from simulator.engine.actors import current
 from simulator.engine.clock import patch_time
+from simulator.engine.patches import module_class
 from simulator.engine.program import command_code, load_code
 from simulator.engine.ranks import run_ranks
 from simulator.engine.schedule import Schedule
@@ -275,35 +276,69 @@ def _swap_in_defaults(function, name, old, new):
     return [functools.partial(setattr, function, name, values)]
 
 
+@module_class
 class RankMainModule(types.ModuleType):
-    """``sys.modules['__main__']`` that resolves names per rank.
-
-    Each rank runs the script in its own namespace, so a class defined in
-    it exists once per rank. Pickle finds classes by ``__main__.<name>``:
-    this module answers with the calling rank's object, so objects of
-    script-defined classes can be sent (and unpickled as the receiving
-    rank's class, as with separate processes).
-    """
+    # ``sys.modules['__main__']`` that resolves names per rank. (Said in
+    # a comment: a class docstring would answer for the script's
+    # ``__main__.__doc__``.)
+    #
+    # Each rank runs the script in its own namespace, so a class defined
+    # in it exists once per rank. Pickle finds classes by
+    # ``__main__.<name>``: this module answers with the calling rank's
+    # object, so objects of script-defined classes can be sent (and
+    # unpickled as the receiving rank's class, as with separate
+    # processes). A rank's ``setattr`` and ``del`` on it change the rank's
+    # globals, as on a process's ``__main__``.
 
     def __init__(self, original):
         super().__init__('__main__')
-        self._original = original
+        types.ModuleType.__setattr__(self, '_original', original)
+        # Left to each rank's namespace (the script's docstring, loader,
+        # spec), not the blank ones every new module carries.
+        own = types.ModuleType.__dict__['__dict__'].__get__(self)
+        for name in ('__doc__', '__package__', '__loader__', '__spec__'):
+            del own[name]
+
+    @property
+    def __doc__(self):
+        return self.__getattr__('__doc__')
 
     @property
     def __dict__(self):
         # The calling rank's namespace, as a process's __main__.__dict__
         # (runpy-style launchers run the program in it).
-        namespace = getattr(current(), 'main_namespace', None)
+        namespace = _rank_namespace()
         if namespace is None:
             return types.ModuleType.__dict__['__dict__'].__get__(self)
         return namespace
 
     def __getattr__(self, name):
-        ctx = current()
-        namespace = getattr(ctx, 'main_namespace', None)
+        namespace = _rank_namespace()
         if namespace is not None and name in namespace:
             return namespace[name]
         return getattr(self._original, name)
+
+    def __setattr__(self, name, value):
+        namespace = _rank_namespace()
+        if namespace is None:
+            types.ModuleType.__setattr__(self, name, value)
+        else:
+            namespace[name] = value
+
+    def __delattr__(self, name):
+        namespace = _rank_namespace()
+        if namespace is None:
+            types.ModuleType.__delattr__(self, name)
+        elif namespace.pop(name, _MISSING) is _MISSING:
+            raise AttributeError(
+                "'module' object has no attribute {!r}".format(name))
+
+
+_MISSING = object()
+
+
+def _rank_namespace():
+    return getattr(current(), 'main_namespace', None)
 
 
 def install_mpi4py():

@@ -45,5 +45,17 @@ for name in ('PMIX_RANK', 'PMIX_HOSTNAME', 'OMPI_COMMAND', 'OMPI_ARGV',
              'OMPI_MCA_num_procs', 'OMPI_NUM_APP_CTX', 'OMPI_TOOL_NAME',
              'OMPI_MCA_initial_wdir', 'OMPI_VERSION', 'PRTE_LAUNCHED'):
     facts[name] = os.environ.get(name)
+# __main__ as a module object: the script's own names, both ways
+main = sys.modules['__main__']
+main.set_through_main = world.rank
+facts['main_module'] = [
+    main.__doc__ == __doc__, type(main.__loader__).__name__,
+    main.__spec__ is __spec__, globals().get('set_through_main'),
+    str(type(main))]
+try:
+    del main.never_set
+except AttributeError as error:
+    facts['main_del'] = str(error)
+facts['main_thread_repr'] = repr(threading.main_thread()).split(',')[0]
 for name in sorted(facts):
     print('OUT rank={} {}={}'.format(world.rank, name, facts[name]))
