@@ -16,6 +16,7 @@ separate processes would. Modules imported before the run, outside any
 rank, stay shared (they were not imported by the program's ranks).
 """
 import importlib.util
+from importlib import _bootstrap
 import os
 import sys
 import sysconfig
@@ -39,7 +40,7 @@ _INSTALLED = tuple(sorted({os.path.join(os.path.abspath(p), '') for p in (
 # Set on the proxy itself and shared by every rank: what the import
 # system reads (a package's __path__) and writes while loading.
 _SHARED = frozenset(('__name__', '__loader__', '__package__', '__path__',
-                     '__file__', '__cached__', '__doc__'))
+                     '__file__', '__cached__'))
 
 
 def register_private_module(name):
@@ -58,23 +59,26 @@ def _module_dict(module):
 
 @module_class
 class RankModule(types.ModuleType):
-    """``sys.modules[name]`` for a per-rank module: attributes resolve in
-    the calling rank's copy."""
+    # ``sys.modules[name]`` for a per-rank module: attributes resolve in
+    # the calling rank's copy. (A comment, not a docstring: that would
+    # answer for the module's own ``__doc__``.)
 
     def __init__(self, name, spec):
         super().__init__(name)
         own = _module_dict(self)
         del own['__spec__']         # served per rank (see __getattr__)
+        del own['__doc__']          # the copy's docstring
         own['_RankModule__spec'] = spec
 
-    def _copy(self):
-        """The calling rank's copy of the module, executed on first use."""
+    def _copy(self, again=False):
+        """The calling rank's copy of the module, executed on first use
+        (and once more with ``again``: ``importlib.reload``)."""
         state = process_state()
         copies = _outside if state is None else state.modules
         name = _module_dict(self)['__name__']
+        spec = _module_dict(self)['_RankModule__spec']
         module = copies.get(name)
         if module is None:
-            spec = _module_dict(self)['_RankModule__spec']
             module = importlib.util.module_from_spec(spec)
             copies[name] = module       # first, for circular imports
             try:
@@ -82,7 +86,13 @@ class RankModule(types.ModuleType):
             except BaseException:
                 del copies[name]
                 raise
+        elif again:
+            spec.loader.exec_module(module)
         return module
+
+    @property
+    def __doc__(self):
+        return self._copy().__doc__
 
     @property
     def __dict__(self):
@@ -115,8 +125,9 @@ class RankModule(types.ModuleType):
         delattr(self._copy(), name)
 
     def __repr__(self):
-        return '<per-rank module {!r}>'.format(
-            _module_dict(self)['__name__'])
+        # As the module's own repr, <module 'name' from 'path'>.
+        return _bootstrap._module_repr_from_spec(
+            _module_dict(self)['_RankModule__spec'])
 
 
 class _Loader:
@@ -127,8 +138,12 @@ class _Loader:
         return RankModule(spec.name, self._spec)
 
     def exec_module(self, module):
-        _module_dict(module)['_RankModule__loading'] = True
-        module._copy()
+        own = _module_dict(module)
+        # Asked again for a module already imported: importlib.reload,
+        # which runs the calling rank's copy once more.
+        again = own.get('_RankModule__loading', False)
+        own['_RankModule__loading'] = True
+        module._copy(again)
 
     def __getattr__(self, name):
         # get_code, get_source...: runpy-style launchers ask for them.

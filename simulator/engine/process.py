@@ -702,6 +702,9 @@ register_private_mapping('cupy.random._generator', '_random_states')
 register_private_object('multiprocessing.context', '_default_context')
 register_private_counter('multiprocessing.process', '_process_counter')
 register_private_counter('threading', '_counter')
+# importlib.reload returns at once for a module some thread is reloading:
+# ranks reloading their copies of a user module together each run theirs.
+register_private_mapping('importlib', '_RELOADING')
 # NumPy 1.x keeps set_printoptions' settings in a module dict (NumPy 2 in
 # a context variable, which is per thread already).
 register_private_mapping('numpy.core.arrayprint', '_format_options',

@@ -50,6 +50,23 @@ def test_submodule_imported_by_one_rank_is_run_by_each(mpi_comm):
     assert late.loads == before + 1
 
 
+@pytest.mark.mpi(sizes=(1, 3))
+def test_a_modules_docstring_repr_and_reload_are_a_processs(mpi_comm):
+    from rank_state_pkg import late
+    assert late.__doc__ == 'A submodule no other module imports.'
+    assert repr(late) == "<module 'rank_state_pkg.late' from {!r}>".format(
+        late.__file__)
+    late.loads = 10 + mpi_comm.rank
+    mpi_comm.Barrier()
+    # Every rank reloads at once; each runs its own copy again.
+    assert importlib.reload(late) is late
+    assert late.loads == 1
+    mpi_comm.Barrier()
+    late.loads = 20 + mpi_comm.rank
+    mpi_comm.Barrier()
+    assert late.loads == 20 + mpi_comm.rank
+
+
 @pytest.mark.mpi(sizes=(1, 2))
 def test_a_modules_globals_named_like_sys_attributes_are_its_own(mpi_comm):
     # A module imported in a rank was made as type(sys)(name) and, with
