@@ -1,7 +1,8 @@
 """Process-wide changes a rank makes that cannot be made private.
 
 The recursion limit, the garbage collector's settings,
-the C environment (``os.putenv``; ``os.environ`` is per rank) and the
+the C environment (``os.putenv``; ``os.environ`` is per rank), the time
+zone (``time.tzset`` with the rank's ``TZ``) and the
 attributes of library modules (``tempfile.tempdir = ...``: a library is
 imported once for every rank) belong to the one real process (the
 standard streams do not: see :mod:`simulator.engine.rank_sys`; nor do
@@ -14,12 +15,14 @@ call, the rank and the user's file:line so the difference is never
 silent.
 """
 import builtins
+import ctypes
 import gc
 import os
 import reprlib
 import signal
 import sys
 import threading
+import time
 import types
 import warnings
 import weakref
@@ -270,6 +273,32 @@ def _report_builtin_values():
     return lambda: rank_builtins.report_shared.__setitem__(0, None)
 
 
+_ZONE = ('the time zone is the one process\'s: every rank\'s localtime, '
+         'strftime and tzname now use it (separate processes would not)')
+_getenv = ctypes.CDLL(None).getenv
+_getenv.restype = ctypes.c_char_p
+_getenv.argtypes = [ctypes.c_char_p]
+
+
+def _tzset_for(original):
+    def tzset():
+        # time.tzset() reads the C environment; a rank's TZ is in its own
+        # os.environ. The rank's is applied, for the whole process.
+        context = current()
+        if context is not None:
+            wanted = os.environ.get('TZ')
+            now = _getenv(b'TZ')
+            if wanted != (None if now is None else os.fsdecode(now)):
+                if wanted is None:
+                    os.unsetenv('TZ')
+                else:
+                    os.putenv('TZ', wanted)
+                warn_shared('time.tzset() with TZ={!r}'.format(wanted),
+                            _ZONE)
+        return original()
+    return tzset
+
+
 def _install():
     sys_dict = process.real_sys_dict()
     return [
@@ -286,6 +315,7 @@ def _install():
         _patch(os, 'dup2', _dup2, users_only=True,
                consequence=_STANDARD_FD),
         _patch(signal, 'alarm', _alarm, consequence=_TIMER),
+        wrap(time, 'tzset', _tzset_for),
         _patch(signal, 'setitimer', _setitimer, consequence=_TIMER),
     ] + [_patch(owner, name, _arguments(owner.__name__ + '.' + name),
                 users_only=True)

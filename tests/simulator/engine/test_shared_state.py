@@ -182,3 +182,35 @@ def test_a_ranks_timer_signal_is_reported(warnings_of):
             signal.ITIMER_REAL),
         'rank 1 called signal.alarm(100)']
     assert all("not to this rank's handler" in m for m in messages)
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_a_ranks_time_zone_is_the_one_it_set(mpi_comm, simulated):
+    # time.tzset() reads the C environment; the rank sets os.environ,
+    # which is its own on the simulator. Rank 1 gets its zone both ways;
+    # on the simulator every rank does, and that is reported.
+    import time
+    before = os.environ.get('TZ')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        if mpi_comm.rank == 1:
+            os.environ['TZ'] = 'Asia/Tokyo'
+            time.tzset()
+            assert time.tzname == ('JST', 'JST')
+            assert time.strftime('%z', time.localtime(0)) == '+0900'
+        mpi_comm.Barrier()
+        if mpi_comm.rank == 1:
+            if before is None:
+                del os.environ['TZ']
+            else:
+                os.environ['TZ'] = before
+            time.tzset()
+    said = [str(w.message) for w in caught
+            if issubclass(w.category, SharedStateWarning)]
+    if simulated and mpi_comm.rank == 1:
+        assert [m.split(' at ')[0] for m in said] == [
+            "rank 1 called time.tzset() with TZ='Asia/Tokyo'",
+            'rank 1 called time.tzset() with TZ={!r}'.format(before)]
+        assert 'the time zone is the one process' in said[0]
+    else:
+        assert said == []
