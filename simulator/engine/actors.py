@@ -18,8 +18,10 @@ process: ``main_thread()`` is the rank's main thread, ``enumerate()`` and
 process sees neither the other ranks' threads nor the simulator's).
 """
 import _thread
+import sys
 import threading
 import time
+import types
 
 from simulator.engine.patches import PatchSet, wrap
 from simulator.errors import RankFailedError, SimulatorError
@@ -191,7 +193,10 @@ def _start_in_rank(thread):
         except BaseException as error:  # noqa: B902 -- as threading does
             # Reported here, while the thread is still the rank's, so that
             # the rank's own threading.excepthook sees it (threading would
-            # call the hook after this wrapper has left the rank).
+            # call the hook after this wrapper has left the rank), with
+            # the traceback threading's own frame would give it.
+            error.__traceback__ = _from_caller(sys._getframe(1),
+                                               error.__traceback__)
             thread._invoke_excepthook(thread)
             # A rule of MPI broken in a helper thread (its own check, not
             # another rank's failure) fails the run as in a main thread,
@@ -212,6 +217,13 @@ def _start_in_rank(thread):
     except BaseException:
         world.finish(actor)
         raise
+
+
+def _from_caller(caller, traceback):
+    """``traceback`` with its first entry (this module's wrapper) replaced
+    by ``caller``'s frame at its current line."""
+    return types.TracebackType(traceback.tb_next, caller, caller.f_lasti,
+                               caller.f_lineno)
 
 
 def _rank_threads(context):

@@ -238,6 +238,19 @@ def test_each_failing_rank_prints_its_own_traceback_as_under_mpiexec():
     assert os.path.join(ROOT, 'simulator', '') not in simulated.stderr
 
 
+def test_a_threads_traceback_is_as_under_mpiexec():
+    # The hook's traceback starts at threading's frame, as in a process,
+    # not at the simulator's wrapper of the thread.
+    script = _script('fails_in_a_thread.py')
+    simulated, real = _simulate(2, script), _mpiexec(2, script)
+    assert simulated.returncode == real.returncode == 0, simulated.stderr
+    lines = sorted(re.sub(r'^\[\d+\] ', '', line)
+                   for line in simulated.stderr.splitlines())
+    assert lines == sorted(real.stderr.splitlines())
+    assert lines.count('Traceback (most recent call last):') == 4
+    assert os.path.join(ROOT, 'simulator', '') not in simulated.stderr
+
+
 def test_deadlocking_script_is_reported_not_hung():
     simulated = _simulate(2, '--send-mode', 'rendezvous',
                           _script('head_to_head_recv.py'))
