@@ -27,7 +27,8 @@ from simulator.engine.libraries import find_spec_without, is_library_file
 from simulator.engine.patches import module_class
 from simulator.engine.process import process_state
 
-__all__ = ['RankModule', 'private_modules', 'register_private_module']
+__all__ = ['RankModule', 'private_modules', 'register_private_module',
+           'runs_per_rank']
 
 _lock = threading.Lock()
 _depth = 0
@@ -51,6 +52,18 @@ def register_private_module(name):
 
 def _forced_name(name):
     return any(name == f or name.startswith(f + '.') for f in _forced)
+
+
+def runs_per_rank(name, origin):
+    """True for the module ``name`` from the file ``origin`` if each rank
+    runs its own copy: the user's own Python source, or a module given to
+    :func:`register_private_module`."""
+    if not (isinstance(origin, str) and origin.endswith('.py')):
+        return False
+    # (_INSTALLED first: computing library_dirs imports from the standard
+    # library, and must not come back here.)
+    return _forced_name(name) or not (
+        origin.startswith(_INSTALLED) or is_library_file(origin))
 
 
 def _module_dict(module):
@@ -168,14 +181,8 @@ class _Finder:
         if spec is None:
             return None
         origin = spec.origin
-        if not (spec.has_location and isinstance(origin, str)
-                and origin.endswith('.py')) or spec.loader is None:
-            return spec
-        if _forced_name(fullname):
-            pass
-        elif origin.startswith(_INSTALLED) or is_library_file(origin):
-            # (_INSTALLED first: computing library_dirs imports from the
-            # standard library, and must not come back here.)
+        if not spec.has_location or spec.loader is None or \
+                not runs_per_rank(fullname, origin):
             return spec
         proxy = importlib.util.spec_from_loader(
             fullname, _Loader(spec), origin=origin,

@@ -13,6 +13,7 @@ one) or a script whose ``#!`` line names one. Any other executable cannot
 become a rank (:class:`ForeignCommand`).
 """
 import builtins
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -21,6 +22,7 @@ import shutil
 import sys
 
 from simulator.engine.actors import current
+from simulator.engine.modules import runs_per_rank
 
 __all__ = ['Program', 'ForeignCommand', 'load_code', 'python_program',
            'check_command', 'spawned_program', 'execute']
@@ -50,13 +52,23 @@ class Program:
 def load_code(target, module):
     """(code object, initial globals) for a script path or module name."""
     if module:
-        spec = importlib.util.find_spec(target)
-        if spec is None:
-            raise SystemExit('simulator: no module named {!r}'.format(
-                target))
-        if spec.submodule_search_locations is not None:
-            target += '.__main__'
+        before = set(sys.modules)
+        try:
             spec = importlib.util.find_spec(target)
+            if spec is None:
+                raise SystemExit('simulator: no module named {!r}'.format(
+                    target))
+            if spec.submodule_search_locations is not None:
+                target += '.__main__'
+                spec = importlib.util.find_spec(target)
+        finally:
+            # Finding it imported its packages: each rank imports its own
+            # (execute), as each process does before it runs the module.
+            # Libraries they imported stay, shared as every library.
+            for name in set(sys.modules) - before:
+                if runs_per_rank(name, getattr(sys.modules[name],
+                                               '__file__', None)):
+                    del sys.modules[name]
         code = spec.loader.get_code(target)
         base = {'__package__': target.rpartition('.')[0],
                 '__loader__': spec.loader, '__spec__': spec,
@@ -187,4 +199,7 @@ def execute(program):
     namespace.update(__annotations__={}, __builtins__=builtins)
     namespace.update(base)
     current().main_namespace = namespace
+    if namespace.get('__spec__') is not None and namespace['__package__']:
+        # python -m imports the module's package first (runpy).
+        importlib.import_module(namespace['__package__'])
     exec(code, namespace)

@@ -203,6 +203,16 @@ def test_module_mode_runs_as_main():
         'OUT rank=1 size=2 got_from=0 total=1 half_rank=0 half_size=1']
 
 
+def test_a_package_run_as_module_is_each_ranks_own_as_under_mpiexec():
+    # python -m imports the package before its __main__, in each process:
+    # the launcher finding the module must not leave one shared copy.
+    found = _simulated_payloads(3, '-m', 'ranked_pkg')
+    assert "OUT rank=2 runs=['package imported by rank 2', 'main of rank " \
+        "2'] doc='Run as python -m ranked_pkg.' name=__main__ " \
+        "package=ranked_pkg set=2" in [p for _, p in found]
+    _assert_same_under_mpiexec(found, 3, '-m', 'ranked_pkg')
+
+
 def test_nodes_option_shapes_processor_names():
     path = _script('hosts_probe.py')
     simulated = _simulate(4, '--nodes', '2', path)
