@@ -198,7 +198,8 @@ def _dtype_name(dtype):
     return name
 
 
-def _check_op(op, dtype=None, where=None):
+def _check_op(op, dtype=None, where=None, datatype=None):
+    """``op`` if it can reduce ``dtype`` elements of ``datatype``."""
     if not isinstance(op, Op):
         raise TypeError('expected a simulator.mpi Op (SUM, MAX...), got '
                         '{!r}'.format(op))
@@ -210,6 +211,11 @@ def _check_op(op, dtype=None, where=None):
         if kinds is not None and np.dtype(dtype).kind not in kinds:
             raise MPIException(ERR_OP, '{}: {} is not defined for {} '
                                'buffers'.format(where, op.name, dtype))
+    if datatype and not op.user and not datatype.is_predefined:
+        # Open MPI applies its predefined operations to predefined
+        # datatypes only (MPI_ERR_OP, also for a contiguous type).
+        raise MPIException(ERR_OP, '{}: {} on a derived datatype'.format(
+            where, op.name))
     return op
 
 
@@ -525,11 +531,15 @@ def _reduction_buffers(self, op_name, sendbuf, recvbuf):
         source = recv.head()
     else:
         source = send.head()
-        if recv is not None and recv.count < source.size:
-            raise MPIException(ERR_TRUNCATE, '{}: receive buffer of {} '
-                               'elements for {} sent'.format(
-                                   op_name, recv.count, source.size))
+        _check_same_count(send, recv)
     return send, recv, source
+
+
+def _check_same_count(send, recv):
+    """mpi4py's check of a reduction's buffers (not in place)."""
+    if send.count != recv.count:
+        raise ValueError('mismatch in send count {} and receive count '
+                         '{}'.format(send.count, recv.count))
 
 
 def _check_blocks(op_name, name, args):
@@ -551,7 +561,8 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
     share its pieces (else one thread does it all)."""
     s = self._s
     send, recv, source = _reduction_buffers(self, op_name, sendbuf, recvbuf)
-    op = _check_op(op, source.dtype, op_name)
+    op = _check_op(op, source.dtype, op_name,
+                   (recv if send.in_place else send).datatype)
     # In place, the very same view: the reduction then knows without
     # asking NumPy that this rank's output is its input.
     out = source if send.in_place else recv.head(source.size)
@@ -645,7 +656,8 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     _check_same_datatype(send, recv)
     in_place = send.in_place
     source = recv.data if in_place else send.data
-    _check_op(op, source.dtype, op_name)
+    _check_op(op, source.dtype, op_name,
+              (recv if in_place else send).datatype)
     if counts is None and op_name in ('Reduce_scatter', 'Ireduce_scatter') \
             and not in_place:
         # mpi4py learns the counts with an Allgather of the receive
@@ -717,7 +729,8 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
         source = recv.head()
     else:
         source = send.head()
-    _check_op(op, source.dtype, name)
+    _check_op(op, source.dtype, name,
+              (recv if send.in_place else send).datatype)
     if at_root:
         _check_same_datatype(send, recv)
         if not send.in_place and send.count != recv.count:

@@ -253,6 +253,15 @@ class Datatype(Attributes, HandleMixin):
     combiner = property(lambda self: self.Get_envelope()[-1])
     is_named = property(lambda self: self.combiner == NAMED)
 
+    def check_committed(self, where):
+        """MPI_ERR_TYPE, naming ``where``, unless the datatype may be
+        used to communicate: committed (or predefined), as MPI requires."""
+        h = self._t(where)
+        if not h.committed:
+            raise MPIException(ERR_TYPE, '{}: a datatype (MPI_COMBINER_{}) '
+                               'used before its Commit()'.format(
+                                   where, _COMBINER_NAMES.get(h.combiner)))
+
     @property
     def is_predefined(self):
         """True for named, value-index and Fortran 90 parameter types."""

@@ -636,7 +636,7 @@ class InterOps:
         send = parse(sendbuf, '{} send buffer'.format(op_name))
         recv = parse(recvbuf, '{} receive buffer'.format(op_name),
                      writable=True)
-        op = _check_op(op, send.dtype, op_name)
+        op = _check_op(op, send.dtype, op_name, send.datatype)
         out = recv.head(send.count)
 
         def finish(st, slot):
@@ -661,10 +661,10 @@ class InterOps:
         if role == ROOT:
             recv = parse(recvbuf, '{} receive buffer'.format(op_name),
                          writable=True)
-            _check_op(op, recv.dtype, op_name)
+            _check_op(op, recv.dtype, op_name, recv.datatype)
         elif role != PROC_NULL:
             send = parse(sendbuf, '{} send buffer'.format(op_name))
-            _check_op(op, send.dtype, op_name)
+            _check_op(op, send.dtype, op_name, send.datatype)
 
         def finish(slot):
             if recv is not None:
@@ -689,7 +689,7 @@ class InterOps:
         send = parse(sendbuf, '{} send buffer'.format(op_name))
         recv = parse(recvbuf, '{} receive buffer'.format(op_name),
                      writable=True)
-        op = _check_op(op, send.dtype, op_name)
+        op = _check_op(op, send.dtype, op_name, send.datatype)
         lsize = len(s.group)
         # mpi4py's checks: the send buffer holds this group's blocks.
         if counts is None:

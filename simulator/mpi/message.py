@@ -12,7 +12,7 @@ from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_REQUEST
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.handles import HandleMixin
-from simulator.mpi.msgspec import Buffer, parse
+from simulator.mpi.msgspec import parse_p2p
 from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest, guard_receive
 from simulator.mpi.request import Request, track
 
@@ -81,6 +81,11 @@ class Message(HandleMixin):
         raise ValueError('cannot serialize a matched message: it belongs '
                          'to the process that probed it')
 
+    def _buffer(self, buf, where):
+        # As mpi4py reads it: for MESSAGE_NO_PROC nothing is read.
+        return parse_p2p(buf, PROC_NULL if self._state is _NO_PROC
+                         else ANY_SOURCE, where, writable=True)
+
     def _request(self, kind, buf):
         state = self._state
         if state is _NULL:
@@ -94,7 +99,7 @@ class Message(HandleMixin):
 
     def Recv(self, buf, status=None):
         """Receive the probed message into ``buf``."""
-        request = self._request(BUFFER, _buffer(buf, 'Message.Recv'))
+        request = self._request(BUFFER, self._buffer(buf, 'Message.Recv'))
         if request._activity is None:
             _no_proc_status(status)
             return
@@ -103,7 +108,7 @@ class Message(HandleMixin):
     def Irecv(self, buf):
         """Start receiving the probed message (already here: it
         completes at the first Wait or Test)."""
-        b = _buffer(buf, 'Message.Irecv')
+        b = self._buffer(buf, 'Message.Irecv')
         request = self._request(BUFFER, b)
         if request._activity is None:
             return _NoProcRequest()
@@ -170,12 +175,6 @@ def _copy_of(state):
     message = Message()
     message._state = state
     return message
-
-
-def _buffer(buf, where):
-    if buf is None:
-        return Buffer(None, None, 0)
-    return parse(buf, where)
 
 
 def _no_proc_status(status):

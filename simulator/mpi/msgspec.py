@@ -21,14 +21,14 @@ import warnings
 
 import numpy as np
 
-from simulator.mpi.constants import BottomType, InPlaceType
+from simulator.mpi.constants import PROC_NULL, BottomType, InPlaceType
 from simulator.mpi.datatypes import DATATYPE_NAMES, TYPECODES, Datatype
 from simulator.mpi.dlpack import dlpack_memory
 from simulator.mpi.unsupported import NotSimulated
 
-__all__ = ['Buffer', 'parse', 'parse_send', 'parse_vector', 'raw_bytes',
-           'packed_bytes', 'unpack_into', 'WBuffer', 'exported_memory',
-           'held_bytes', 'still_holds']
+__all__ = ['Buffer', 'parse', 'parse_p2p', 'parse_send', 'parse_vector',
+           'raw_bytes', 'packed_bytes', 'unpack_into', 'WBuffer',
+           'exported_memory', 'held_bytes', 'still_holds']
 
 
 def held_bytes(memory):
@@ -422,6 +422,7 @@ def parse(spec, where='buffer', vector=False, writable=False,
         datatype = _datatype_of_format(fmt) if dt is None else \
             _datatype_of(dt)
     if datatype and not datatype.is_predefined:
+        datatype.check_committed(where)
         # A handle of our own: the caller may Free its datatype while the
         # operation is pending, as MPI allows.
         datatype = Datatype(datatype)
@@ -507,6 +508,17 @@ def _vector(raw, obj, counts, displs, datatype, where, packed):
         return _index(v, 'count') * per
     buf.counts, buf.displs = scale(counts), scale(displs)
     return buf
+
+
+def parse_p2p(spec, peer, where, writable=False, packed=False):
+    """mpi4py's reading of a point-to-point message for ``peer``: for
+    PROC_NULL nothing is read (an empty message, whatever ``spec`` is);
+    otherwise ``spec`` must be a buffer spec (None is not one)."""
+    if isinstance(peer, (int, np.integer)) and peer == PROC_NULL:
+        return Buffer(np.empty(0, np.uint8), _BYTE, 0)
+    if spec is None:
+        raise TypeError('message: expecting buffer or list/tuple')
+    return parse(spec, where, writable=writable, packed=packed)
 
 
 def parse_send(spec, where='buffer', writable=False):

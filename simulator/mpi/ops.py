@@ -176,6 +176,11 @@ class Op(HandleMixin):
         if source.count != target.count:
             raise ValueError('mismatch in inbuf count {} and inoutbuf '
                              'count {}'.format(source.count, target.count))
+        if not self.user and target.datatype and \
+                not target.datatype.is_predefined:
+            # As Open MPI: predefined operations, predefined datatypes.
+            raise MPIException(ERR_OP, 'Reduce_local: {} on a derived '
+                               'datatype'.format(self.name))
         out = target.head()
         self.combine_into(out, source.head(), out, target.datatype)
 

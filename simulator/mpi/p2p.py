@@ -22,17 +22,23 @@ from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi import pickling
-from simulator.mpi.msgspec import held_bytes, parse, still_holds
+from simulator.mpi.msgspec import held_bytes, parse_p2p, still_holds
 from simulator.mpi.request import ProcNullRequest, Request, track
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send',
-           'guard_receive']
+           'guard_receive', 'replace_peer']
 
 OBJECT = 'object'
 BUFFER = 'buffer'
 # Sends that complete into the attached buffer, never waiting for their
 # receive (Bsend_init is Send_init here: its starts are standard sends).
 _BUFFERED = frozenset(('Bsend', 'Ibsend', 'bsend', 'ibsend'))
+
+
+def replace_peer(dest, source):
+    """The peer mpi4py reads a Sendrecv_replace buffer for: the source,
+    or the destination when the source is PROC_NULL."""
+    return dest if source == PROC_NULL else source
 
 
 def checked_send(request, b, sent):
@@ -370,8 +376,7 @@ class PointToPoint:
                      checked=False):
         """Send ``buf``; ``checked``: the caller's request, whose buffer
         must be left alone until it completes (:class:`SendRequest`)."""
-        b = parse(buf, op, packed=True) if buf is not None else \
-            parse([None, 0, 'B'], op)
+        b = parse_p2p(buf, dest, op, packed=True)
         self._check_pending(op, b, dest, tag, 'sends from')
         sent = held_bytes(b.data[:b.count])
         request = self._isend(op, BUFFER, sent, b.datatype, dest, tag, sync,
@@ -473,15 +478,15 @@ class PointToPoint:
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,
              status=None):
         """Receive into a buffer."""
-        b = parse(buf if buf is not None else [None, 0, 'B'],
-                  'Recv buffer', writable=True, packed=True)
+        b = parse_p2p(buf, source, 'Recv buffer', writable=True,
+                      packed=True)
         self._check_pending('Recv', b, source, tag, 'receives into')
         self._irecv('Recv', BUFFER, b, source, tag, True)._complete(status)
 
     def Irecv(self, buf, source=ANY_SOURCE, tag=ANY_TAG):
         """Start receiving into a buffer."""
-        b = parse(buf if buf is not None else [None, 0, 'B'],
-                  'Irecv buffer', writable=True, packed=True)
+        b = parse_p2p(buf, source, 'Irecv buffer', writable=True,
+                      packed=True)
         s = self._s
         return track(watch_receive(
             s.world, s.world_rank,
@@ -492,8 +497,8 @@ class PointToPoint:
                  status=None):
         """Send one buffer and receive another."""
         # mpi4py reads the receive buffer first: a bad one sends nothing.
-        b = parse(recvbuf if recvbuf is not None else [None, 0, 'B'],
-                  'Sendrecv receive buffer', writable=True, packed=True)
+        b = parse_p2p(recvbuf, source, 'Sendrecv receive buffer',
+                      writable=True, packed=True)
         sreq = self._send_buffer('Sendrecv', sendbuf, dest, sendtag)
         self._irecv('Sendrecv', BUFFER, b, source, recvtag).Wait(status)
         sreq.Wait()
@@ -502,8 +507,8 @@ class PointToPoint:
                          source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send a buffer, then receive into the same buffer."""
         sreq = self._send_buffer('Sendrecv_replace', buf, dest, sendtag)
-        b = parse(buf if buf is not None else [None, 0, 'B'],
-                  'Sendrecv_replace buffer', writable=True, packed=True)
+        b = parse_p2p(buf, replace_peer(dest, source),
+                      'Sendrecv_replace buffer', writable=True, packed=True)
         self._irecv('Sendrecv_replace', BUFFER, b, source,
                     recvtag).Wait(status)
         sreq.Wait()

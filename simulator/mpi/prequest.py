@@ -13,28 +13,15 @@ naming the call and its line, as for ``Isend``. Freeing an active
 request lets its operation finish on its own (MPI allows it).
 """
 from simulator.mpi.handles import handle_argument_error
-from simulator.mpi.msgspec import Buffer, parse
-from simulator.mpi.datatypes import DATATYPE_NAMES
-from simulator.mpi.p2p import BUFFER, checked_send, guard_receive
+from simulator.mpi.msgspec import parse_p2p
+from simulator.mpi.p2p import BUFFER, checked_send, guard_receive, replace_peer
 from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_ARG
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.partitioned import (PartitionEnd, Partitions, RecvRound,
                                        SendRound)
 from simulator.mpi.request import Request, track
 
-__all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'PartitionedP2P',
-           'message_buffer']
-
-_BYTE = DATATYPE_NAMES['BYTE']
-
-
-def message_buffer(buf, where):
-    """A p2p buffer; None is an empty one (what mpi4py passes for
-    PROC_NULL peers and BOTTOM)."""
-    if buf is None:
-        import numpy as np
-        return Buffer(np.empty(0, np.uint8), _BYTE, 0)
-    return parse(buf, where)
+__all__ = ['Prequest', 'PairRequest', 'PersistentP2P', 'PartitionedP2P']
 
 
 class Prequest(Partitions, Request):
@@ -159,7 +146,7 @@ class PersistentP2P:
 
     def Send_init(self, buf, dest, tag=0):
         """A persistent standard send."""
-        b = message_buffer(buf, 'Send_init')
+        b = parse_p2p(buf, dest, 'Send_init')
         self._peer(dest, 'destination', False)
         return Prequest(start=lambda: self._start_send('Send_init', b, dest,
                                                        tag))
@@ -169,14 +156,14 @@ class PersistentP2P:
 
     def Ssend_init(self, buf, dest, tag=0):
         """A persistent synchronous send."""
-        b = message_buffer(buf, 'Ssend_init')
+        b = parse_p2p(buf, dest, 'Ssend_init')
         self._peer(dest, 'destination', False)
         return Prequest(start=lambda: self._start_send(
             'Ssend_init', b, dest, tag, sync=True))
 
     def Recv_init(self, buf, source=-1, tag=-1):
         """A persistent receive."""
-        b = message_buffer(buf, 'Recv_init')
+        b = parse_p2p(buf, source, 'Recv_init')
         self._peer(source, 'source', True)
         return Prequest(start=lambda: track(guard_receive(self._irecv(
             'Recv_init', BUFFER, b, source, tag), b)))
@@ -184,8 +171,8 @@ class PersistentP2P:
     def Isendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None,  # noqa
                   source=-1, recvtag=-1):
         """Start a send and a receive; one request for both."""
-        sb = message_buffer(sendbuf, 'Isendrecv send buffer')
-        rb = message_buffer(recvbuf, 'Isendrecv receive buffer')
+        sb = parse_p2p(sendbuf, dest, 'Isendrecv send buffer')
+        rb = parse_p2p(recvbuf, source, 'Isendrecv receive buffer')
         send = track(self._isend('Isendrecv', BUFFER,
                                  sb.data[:sb.count].copy(), sb.datatype,
                                  dest, sendtag))
@@ -195,7 +182,8 @@ class PersistentP2P:
     def Isendrecv_replace(self, buf, dest, sendtag=0,
                           source=-1, recvtag=-1):
         """Isendrecv with one buffer (sent as it is now)."""
-        b = message_buffer(buf, 'Isendrecv_replace buffer')
+        b = parse_p2p(buf, replace_peer(dest, source),
+                      'Isendrecv_replace buffer')
         send = track(self._isend('Isendrecv_replace', BUFFER,
                                  b.data[:b.count].copy(), b.datatype, dest,
                                  sendtag))
@@ -224,7 +212,7 @@ def _partitioned(comm, sending, buf, partitions, peer, tag, where):
     if not isinstance(partitions, int) or partitions < 1:
         raise MPIException(ERR_ARG, '{}: partitions {!r} must be an int '
                            '>= 1'.format(where, partitions))
-    b = message_buffer(buf, where)
+    b = parse_p2p(buf, peer, where)
     if b.count % partitions:
         raise ValueError('{}: {} elements do not split into {} equal '
                          'partitions'.format(where, b.count, partitions))

@@ -294,6 +294,7 @@ def _type_size(datatype, what):
     if datatype == DATATYPE_NULL:
         raise MPIException(ERR_TYPE, 'Status.{} with DATATYPE_NULL'.format(
             what))
+    datatype.check_committed('Status.' + what)
     return datatype.Get_size()
 
 

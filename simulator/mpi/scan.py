@@ -10,9 +10,8 @@ tests/simulator/test_conformance_collectives.py under mpiexec).
 import numpy as np
 
 from simulator.mpi.coll import (_check_blocks, _check_op,
-                                _check_same_datatype, _run)
-from simulator.mpi.constants import ERR_TRUNCATE
-from simulator.mpi.constants import Exception as MPIException
+                                _check_same_count, _check_same_datatype,
+                                _run)
 from simulator.mpi.msgspec import parse, parse_send
 from simulator.mpi.ops import OP_NAMES
 
@@ -46,11 +45,10 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
     send = parse_send(sendbuf, '{} send buffer'.format(op_name))
     _check_same_datatype(send, recv)
     source = recv.head() if send.in_place else send.head()
-    _check_op(op, source.dtype, op_name)
-    if recv.count < source.size:
-        raise MPIException(ERR_TRUNCATE, '{}: receive buffer of {} '
-                           'elements for {} sent'.format(
-                               op_name, recv.count, source.size))
+    _check_op(op, source.dtype, op_name,
+              (recv if send.in_place else send).datatype)
+    if not send.in_place:
+        _check_same_count(send, recv)
     out = recv.head(source.size)
 
     def combine(args):

@@ -83,3 +83,93 @@ def test_mpi_exception_is_a_runtime_error_with_a_message(mpi_comm, MPI):
     assert isinstance(info.value, MPI.Exception)
     assert str(info.value)
     assert isinstance(info.value.Get_error_class(), int)
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_uncommitted_datatype_raises_err_type_where_mpi_checks(
+        mpi_comm, MPI):
+    # A derived datatype must be committed before it communicates; Open
+    # MPI checks it in p2p, persistent, collective calls, Pack and
+    # Status.Get_elements, and not for a PROC_NULL peer (mpi4py reads no
+    # buffer for one).
+    rank = mpi_comm.Get_rank()
+    pair = MPI.DOUBLE.Create_contiguous(2)
+    buf = np.zeros(4)
+    calls = [
+        lambda: mpi_comm.Isend([buf, 1, pair], dest=rank),
+        lambda: mpi_comm.Sendrecv([buf, 1, pair], dest=rank,
+                                  recvbuf=[np.zeros(4), 1, pair],
+                                  source=rank),
+        lambda: mpi_comm.Send_init([buf, 1, pair], dest=rank),
+        lambda: mpi_comm.Recv_init([buf, 1, pair], source=rank),
+        lambda: mpi_comm.Bcast([buf, 1, pair], root=0),
+        lambda: pair.Pack(buf, bytearray(64), 0, mpi_comm),
+        lambda: MPI.Status().Get_elements(pair),
+    ]
+    for call in calls:
+        with pytest.raises(MPI.Exception) as info:
+            call()
+        assert info.value.Get_error_class() == MPI.ERR_TYPE
+    mpi_comm.Send([buf, 1, pair], dest=MPI.PROC_NULL)
+    pair.Commit()
+    got = np.zeros(4)
+    mpi_comm.Sendrecv([np.arange(4.0), 1, pair], dest=rank,
+                      recvbuf=[got, 1, pair], source=rank)
+    assert got.tolist() == [0.0, 1.0, 0.0, 0.0]
+    pair.Free()
+    assert mpi_comm.allreduce(1) == mpi_comm.Get_size()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_p2p_buffer_none_is_refused_unless_the_peer_is_proc_null(
+        mpi_comm, MPI):
+    rank = mpi_comm.Get_rank()
+    for call in (lambda: mpi_comm.Send(None, dest=rank),
+                 lambda: mpi_comm.Irecv(None, source=rank),
+                 lambda: mpi_comm.Send_init(None, dest=rank)):
+        with pytest.raises(TypeError, match='expecting buffer or list'):
+            call()
+    # For PROC_NULL mpi4py reads nothing, not even a bad buffer.
+    mpi_comm.Send(None, dest=MPI.PROC_NULL)
+    mpi_comm.Recv('not a buffer', source=MPI.PROC_NULL)
+    mpi_comm.Sendrecv(None, dest=MPI.PROC_NULL, recvbuf=None,
+                      source=MPI.PROC_NULL)
+    assert mpi_comm.allreduce(1) == mpi_comm.Get_size()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_reduction_count_mismatch_is_mpi4pys_value_error(mpi_comm, MPI):
+    for call in (lambda: mpi_comm.Allreduce(np.zeros(3), np.zeros(2)),
+                 lambda: mpi_comm.Allreduce(np.zeros(2), np.zeros(3)),
+                 lambda: mpi_comm.Scan(np.zeros(3), np.zeros(4)),
+                 lambda: mpi_comm.Exscan(np.zeros(3), np.zeros(2))):
+        with pytest.raises(ValueError, match='mismatch in send count'):
+            call()
+    assert mpi_comm.allreduce(1) == mpi_comm.Get_size()
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+def test_predefined_op_on_a_derived_datatype_raises_err_op(mpi_comm, MPI):
+    # Open MPI defines its predefined operations on predefined datatypes
+    # only, even a contiguous run of doubles; a user operation is fine.
+    pair = MPI.DOUBLE.Create_contiguous(2).Commit()
+    data = np.arange(4.0)
+    for call in (
+            lambda: mpi_comm.Allreduce([data, 2, pair], [np.zeros(4), 2,
+                                                         pair]),
+            lambda: mpi_comm.Reduce([data, 2, pair], [np.zeros(4), 2, pair],
+                                    op=MPI.MAX, root=0),
+            lambda: MPI.SUM.Reduce_local([data, 2, pair],
+                                         [np.zeros(4), 2, pair])):
+        with pytest.raises(MPI.Exception) as info:
+            call()
+        assert info.value.Get_error_class() == MPI.ERR_OP
+
+    def add(a, b, datatype):
+        np.frombuffer(b, np.float64)[:] += np.frombuffer(a, np.float64)
+    user = MPI.Op.Create(add, commute=True)
+    out = np.zeros(4)
+    mpi_comm.Allreduce([data, 2, pair], [out, 2, pair], op=user)
+    assert out.tolist() == (data * mpi_comm.Get_size()).tolist()
+    user.Free()
+    pair.Free()
