@@ -192,6 +192,7 @@ class RecvRequest(Request):
             # mpi4py's recv unpickles whatever bytes arrive: an empty
             # message is None, a byte buffer holding a pickle its object.
             data = msg.payload.tobytes()
+            self._fit(msg, data)
             return pickling.loads(data) if data else None
         if msg.kind != self._kind:
             raise MessageMismatchError(
@@ -201,6 +202,7 @@ class RecvRequest(Request):
                     recv.record.rank, recv.record.op, msg.kind, msg.source,
                     msg.tag, recv.comm_name, msg.record.describe()))
         if msg.kind == OBJECT:
+            self._fit(msg, msg.payload)
             return pickling.loads(msg.payload)
         posted, self._posted = self._posted, None
         touched = posted is not None and not still_holds(*posted)
@@ -217,6 +219,18 @@ class RecvRequest(Request):
                 '{}, tag {})'.format(record.rank, record.describe(),
                                       msg.source, msg.tag))
         return None
+
+    def _fit(self, msg, data):
+        """The object receive's room (an ``_ObjectRoom``), if sized, takes
+        the pickle ``data``; MPI_ERR_TRUNCATE if it is too small."""
+        room = self._buf
+        if room is None:
+            return
+        if len(data) > room.nbytes:
+            recv = self._activity
+            raise _truncated(recv.record, msg, recv.comm_name, room.nbytes,
+                             len(data), 'bytes ({})'.format(room.source))
+        room.hold(data)
 
     def _deliver_buffer(self, msg):
         buf = self._buf
@@ -248,6 +262,37 @@ class RecvRequest(Request):
                              'elements')
         buf.data[:data.size] = data
         buf.flush()
+
+
+class _ObjectRoom:
+    """What an object receive (``recv(buf)``, ``irecv``) receives into,
+    as mpi4py sizes it: ``buf`` bytes, or a writable buffer (which then
+    holds the pickle); no ``buf``: ``mpi4py.rc.irecv_bufsz`` bytes."""
+
+    def __init__(self, buf):
+        self._memory = None
+        if buf is None:
+            self.nbytes = _irecv_bufsz()
+            self.source = 'mpi4py.rc.irecv_bufsz, irecv\'s default'
+        elif isinstance(buf, (int, np.integer)):
+            self.nbytes = int(buf)
+            self.source = 'the buf argument'
+        else:
+            self._memory = memoryview(buf).cast('B')
+            if self._memory.readonly:
+                raise BufferError('object receive: buf is read-only')
+            self.nbytes = self._memory.nbytes
+            self.source = 'the buf argument'
+
+    def hold(self, data):
+        if self._memory is not None:
+            self._memory[:len(data)] = data
+
+
+def _irecv_bufsz():
+    import sys
+    rc = getattr(sys.modules.get('mpi4py'), 'rc', None)
+    return int(getattr(rc, 'irecv_bufsz', 32768))
 
 
 def _truncated(record, msg, comm_name, room, sent, unit):
@@ -353,7 +398,8 @@ class PointToPoint:
             recv.message = p2p.Message(
                 PROC_NULL, ANY_TAG, kind,
                 pickling.dumps(None) if kind == OBJECT else
-                buf.data[:0].copy(), buf and buf.datatype, record, 0)
+                buf.data[:0].copy(), None if kind == OBJECT else
+                buf.datatype, record, 0)
             return request
         with world.lock:
             world.raise_if_broken(s.world_rank)
@@ -405,26 +451,35 @@ class PointToPoint:
                                  None, dest, tag, sync=True))
 
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
-        """Receive and return an object."""
+        """Receive and return an object (into ``buf``, deprecated: the
+        pickle must fit it)."""
+        room = None
         if buf is not None:
-            # mpi4py sizes the receive by ``buf`` but warns; the simulator
-            # needs no size, so it only warns.
             warnings.warn("the 'buf' argument is deprecated", UserWarning,
                           stacklevel=2)
-        return self._irecv('recv', OBJECT, None, source, tag,
+            room = _ObjectRoom(buf)
+        return self._irecv('recv', OBJECT, room, source, tag,
                            True)._complete(status)
 
     def irecv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG):
-        """Start receiving an object; ``wait()`` returns it."""
-        return track(self._irecv('irecv', OBJECT, None, source, tag))
+        """Start receiving an object; ``wait()`` returns it. The pickle
+        must fit ``buf`` (bytes, or a writable buffer); by default
+        ``mpi4py.rc.irecv_bufsz`` bytes, as in mpi4py."""
+        return track(self._irecv('irecv', OBJECT, _ObjectRoom(buf), source,
+                                 tag))
 
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None,
                  source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send ``sendobj`` to ``dest`` and receive an object."""
+        room = None
+        if recvbuf is not None:
+            warnings.warn("the 'buf' argument is deprecated", UserWarning,
+                          stacklevel=2)
+            room = _ObjectRoom(recvbuf)
         sreq = self._isend('sendrecv', OBJECT,
                            pickling.dumps(sendobj), None, dest,
                            sendtag)
-        obj = self._irecv('sendrecv', OBJECT, None, source,
+        obj = self._irecv('sendrecv', OBJECT, room, source,
                           recvtag).wait(status)
         sreq.wait()
         return obj

@@ -356,11 +356,16 @@ class Request(HandleMixin):
             # Every completion keeps its status: Waitsome reports it
             # after Waitany completed the request.
             last = _KeptStatus()
-            self._result = self._finish(last)
-            self._last = last
-            self._done = True
-            if status is not None:
-                status._copy_from(last)
+            try:
+                self._result = self._finish(last)
+            finally:
+                # Complete even when finishing fails (a truncated
+                # receive): an MPI Wait that reports an error completes
+                # the request all the same.
+                self._last = last
+                self._done = True
+                if status is not None:
+                    status._copy_from(last)
         elif status is not None:
             if self._last is not None:
                 status._copy_from(self._last)

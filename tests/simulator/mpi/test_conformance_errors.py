@@ -4,8 +4,12 @@ mpi4py sets ``ERRORS_RETURN`` on its communicators, so a broken call raises
 ``MPI.Exception`` whose ``Get_error_class()`` names the rule; the simulator
 raises the same.
 """
+import warnings
+
 import numpy as np
 import pytest
+
+import simulator
 
 SIZES = (1, 2, 3, 4, 8)
 
@@ -173,3 +177,49 @@ def test_predefined_op_on_a_derived_datatype_raises_err_op(mpi_comm, MPI):
     assert out.tolist() == (data * mpi_comm.Get_size()).tolist()
     user.Free()
     pair.Free()
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_object_recv_into_a_buffer_holds_the_pickle(mpi_comm, MPI):
+    # recv(buf) (deprecated) receives the pickle into buf, as mpi4py does.
+    big = list(range(20000))
+    if mpi_comm.Get_rank() == 0:
+        mpi_comm.send(big, dest=1, tag=6)
+    else:
+        room = bytearray(10 ** 6)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)
+            assert mpi_comm.recv(room, source=0, tag=6) == big
+        assert room[:1] == b'\x80'         # a pickle's first byte
+    assert mpi_comm.allreduce(1) == 2
+
+
+@pytest.mark.simulator_only(
+    'Open MPI 5.0.11 writes past the receive buffer instead: the process '
+    'dies ("free(): invalid next size", or a segmentation fault), so only '
+    'the simulator can say what went wrong')
+def test_object_receives_too_small_for_the_pickle_are_reported():
+    import mpi4py
+
+    def body(comm):
+        if comm.rank == 0:
+            comm.send(list(range(20000)), dest=1, tag=1)
+            comm.send([1, 2], dest=1, tag=2)
+            comm.send(list(range(20000)), dest=1, tag=3)
+            comm.send(list(range(20000)), dest=1, tag=4)
+            return None
+        with pytest.raises(simulator.mpi.Exception) as info:
+            comm.irecv(source=0, tag=1).wait()
+        assert info.value.Get_error_class() == simulator.mpi.ERR_TRUNCATE
+        assert 'mpi4py.rc.irecv_bufsz' in str(info.value)
+        assert 'irecv of {} bytes'.format(mpi4py.rc.irecv_bufsz) in \
+            str(info.value)
+        assert comm.irecv(source=0, tag=2).wait() == [1, 2]
+        fitted = len(comm.irecv(10 ** 6, source=0, tag=3).wait())
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)
+            with pytest.raises(simulator.mpi.Exception) as info:
+                comm.recv(bytearray(100), source=0, tag=4)
+        assert info.value.Get_error_class() == simulator.mpi.ERR_TRUNCATE
+        return fitted
+    assert simulator.run(body, 2) == [None, 20000]
