@@ -221,15 +221,22 @@ def Free_mem(mem):
 
 
 def Attach_buffer(buf):
-    """Keep ``buf`` for Detach_buffer (simulated buffered sends never run
-    out of buffer, so it is never written)."""
+    """Attach ``buf`` for buffered sends: as over Open MPI, those above
+    the eager limit hold room in it until received (the simulator counts
+    the room, and writes nothing there)."""
     if isinstance(buf, _constants.BufferAutomaticType):
         # MPI 4.1's automatic buffering: Open MPI 5.0 rejects it.
         raise _constants.Exception(_constants.ERR_ARG, 'Attach_buffer: '
                                    'BUFFER_AUTOMATIC is MPI 4.1')
     if buffer(buf).readonly:        # any exporter, device memory too
         raise BufferError('Attach_buffer: the buffer is read-only')
-    _rank_context('Attach_buffer').local['mpi.buffer'] = buf
+    local = _rank_context('Attach_buffer').local
+    if 'mpi.buffer' in local:
+        # Open MPI's answer (MPI calls it erroneous).
+        raise _constants.Exception(_constants.ERR_UNKNOWN, 'Attach_buffer: '
+                                   'a buffer is already attached (detach '
+                                   'it first)')
+    local['mpi.buffer'] = buf
 
 
 def Detach_buffer():
@@ -238,6 +245,7 @@ def Detach_buffer():
     if 'mpi.buffer' not in local:
         raise _constants.Exception(_constants.ERR_UNKNOWN, 'Detach_buffer: '
                                    'no buffer is attached')
+    local.pop('mpi.buffer.held', None)
     return local.pop('mpi.buffer')
 
 

@@ -17,10 +17,10 @@ from simulator.errors import AbortError
 from simulator.mpi import dynamic
 from simulator.mpi.coll import Collectives
 from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
-                                     CONGRUENT, ERR_COMM, ERR_GROUP, ERR_RANK,
-                                     ERR_ROOT, ERR_TAG, IDENT, PROC_NULL,
-                                     SIMILAR, THREAD_MULTIPLE, UNDEFINED,
-                                     UNEQUAL)
+                                     CONGRUENT, ERR_ARG, ERR_COMM, ERR_GROUP,
+                                     ERR_RANK, ERR_ROOT, ERR_TAG, IDENT,
+                                     PROC_NULL, SIMILAR, THREAD_MULTIPLE,
+                                     UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.finalization import after_finalize
 from simulator.mpi.initialization import check_thread
@@ -294,7 +294,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
                 raise TypeError('{}: {} must be an integer, got {!r}'.format(
                     op, name, value))
         if color != UNDEFINED and color < 0:
-            raise MPIException(ERR_COMM, 'Split color must be an int >= 0 '
+            raise MPIException(ERR_ARG, 'Split color must be an int >= 0 '
                                'or UNDEFINED, got {!r}'.format(color))
 
     def _split(self, op, color, key):

@@ -16,7 +16,7 @@ __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
            'ERR_ERRHANDLER', 'ERR_LASTCODE', 'ERR_SESSION', 'ERR_WIN',
            'ERR_UNSUPPORTED_OPERATION', 'InPlaceType', 'IN_PLACE',
            'BottomType', 'BOTTOM', 'BufferAutomaticType',
-           'BUFFER_AUTOMATIC', 'Exception', 'THREAD_SINGLE',
+           'BUFFER_AUTOMATIC', 'BSEND_OVERHEAD', 'Exception', 'THREAD_SINGLE',
            'THREAD_FUNNELED', 'THREAD_SERIALIZED', 'THREAD_MULTIPLE']
 
 # Values as Open MPI 5 / mpi4py 4 define them, so printed numbers agree.
@@ -24,6 +24,8 @@ __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
 ROOT = -4
 UNDEFINED = -32766
 COMM_TYPE_SHARED = 0
+# What a buffered send holds in the attached buffer beside its data.
+BSEND_OVERHEAD = 128
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 THREAD_SINGLE, THREAD_FUNNELED, THREAD_SERIALIZED, THREAD_MULTIPLE = range(4)
 

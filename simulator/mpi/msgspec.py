@@ -542,16 +542,21 @@ def parse_vector(spec, size, where='buffer', default_equal=True,
     displacements are strides; without displs, blocks are packed in rank
     order.
     """
+    if spec is None:
+        raise TypeError('message: expecting buffer or list/tuple')
     buf = parse(spec, where, vector=True, writable=writable, packed=packed)
-    if buf is None or buf.in_place:
+    if buf.in_place:
         return buf
     if buf.counts is None:
         if not default_equal:
             raise ValueError('{}: expected counts in the buffer '
                              'spec'.format(where))
         if size and buf.count % size and not vector:
-            raise ValueError('{}: {} elements do not split into {} equal '
-                             'blocks'.format(where, buf.count, size))
+            # mpi4py's words (where: the simulator's addition).
+            raise ValueError('message: cannot infer count, number of '
+                             'entries {} is not a multiple of required '
+                             'number of blocks {} ({})'.format(
+                                 buf.count, size, where))
         buf.counts = [buf.count // size + (buf.count % size > i)
                       for i in range(size)]
     elif isinstance(buf.counts, int):

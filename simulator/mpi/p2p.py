@@ -18,7 +18,9 @@ from simulator.engine.trace import CallRecord, capture
 from simulator.errors import (BufferModifiedError, MessageMismatchError,
                               OverlappingBuffersError,
                               UnmatchedMessageError)
-from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_TRUNCATE
+from simulator.engine.actors import current
+from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD,
+                                     ERR_BUFFER, ERR_TRUNCATE)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi import pickling
@@ -264,6 +266,29 @@ class RecvRequest(Request):
         buf.flush()
 
 
+def _take_buffer_space(world, op, dest, ctx, msg):
+    """Hold room in the attached buffer (Attach_buffer) for ``msg``, a
+    buffered send too big to go eagerly: as in Open MPI, that copy stays
+    there until the message is received; MPI_ERR_BUFFER without room.
+    (Open MPI sends eager-sized ones at once, with no buffer at all.)"""
+    local = current().local
+    attached = local.get('mpi.buffer')
+    size = 0 if attached is None else memoryview(attached).nbytes
+    held = [(m, q) for m, q in local.get('mpi.buffer.held', ())
+            if any(m is x for x in world.unexpected[q[0]].get(q[1], ()))]
+    used = sum(m.nbytes + BSEND_OVERHEAD for m, _ in held)
+    if used + msg.nbytes + BSEND_OVERHEAD > size:
+        raise MPIException(ERR_BUFFER, '{}: {} bytes (+{} overhead) to rank '
+                           '{}, above the eager limit, need room in the '
+                           'attached buffer: {}'.format(
+                               op, msg.nbytes, BSEND_OVERHEAD, dest,
+                               'none is attached (MPI.Attach_buffer)'
+                               if attached is None else '{} of its {} bytes '
+                               'are held by {} message(s) not yet '
+                               'received'.format(used, size, len(held))))
+    local['mpi.buffer.held'] = held + [(msg, (dest, ctx))]
+
+
 class _ObjectRoom:
     """What an object receive (``recv(buf)``, ``irecv``) receives into,
     as mpi4py sizes it: ``buf`` bytes, or a writable buffer (which then
@@ -357,12 +382,14 @@ class PointToPoint:
                           len(payload) if kind == OBJECT else
                           payload.nbytes)
         # A buffered send never waits; a standard one as the world says.
-        rendezvous = sync or (op not in _BUFFERED and world.send_waits(
-            s.world_rank, s.peers[dest], msg.nbytes))
+        waits = world.send_waits(s.world_rank, s.peers[dest], msg.nbytes)
+        rendezvous = sync or (op not in _BUFFERED and waits)
         if world.clock is not None:
             world.clock.send(record, s.peers[dest], msg.nbytes, rendezvous)
         with world.lock:
             world.raise_if_broken(s.world_rank)
+            if waits and not sync and op in _BUFFERED:
+                _take_buffer_space(world, op, s.peers[dest], s.ctx, msg)
             send = p2p.post_send(world, s.ctx, s.peers[dest], msg,
                                  rendezvous)
             if world.finished[s.peers[dest]] and world.schedule is None:

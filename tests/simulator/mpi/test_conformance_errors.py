@@ -223,3 +223,56 @@ def test_object_receives_too_small_for_the_pickle_are_reported():
         assert info.value.Get_error_class() == simulator.mpi.ERR_TRUNCATE
         return fitted
     assert simulator.run(body, 2) == [None, 20000]
+
+
+@pytest.mark.mpi(sizes=(2,))
+def test_buffered_sends_above_the_eager_limit_use_the_attached_buffer(
+        mpi_comm, MPI):
+    # Open MPI sends an eager-sized Bsend at once, with no buffer; a
+    # bigger one is copied into the attached buffer and sent from there.
+    peer = 1 - mpi_comm.Get_rank()
+    mpi_comm.Bsend(np.zeros(900, np.uint8), dest=peer, tag=1)
+    MPI.Attach_buffer(bytearray(12000))
+    with pytest.raises(MPI.Exception) as info:
+        MPI.Attach_buffer(bytearray(10))
+    assert info.value.Get_error_class() == MPI.ERR_UNKNOWN
+    for tag in (3, 4):
+        mpi_comm.Bsend(np.zeros(5000, np.uint8), dest=peer, tag=tag)
+    for nbytes, tag in ((900, 1), (5000, 3), (5000, 4)):
+        mpi_comm.Recv(np.empty(nbytes, np.uint8), source=peer, tag=tag)
+    mpi_comm.Barrier()
+    assert len(MPI.Detach_buffer()) == 12000
+
+
+@pytest.mark.simulator_only(
+    'after an MPI_ERR_BUFFER Open MPI 5.0.11 never delivers the process\'s '
+    'later buffered sends (a Recv of one hung), so later tests would hang')
+def test_buffered_sends_without_room_raise_err_buffer():
+    # A buffered send above the eager limit holds its size (+
+    # BSEND_OVERHEAD) of the attached buffer until it is received.
+    MPI = simulator.mpi
+
+    def body(comm):
+        peer = 1 - comm.rank
+
+        def bsend(nbytes, tag):
+            comm.Bsend(np.zeros(nbytes, np.uint8), dest=peer, tag=tag)
+
+        def refused(nbytes, tag, says):
+            with pytest.raises(MPI.Exception, match=says) as info:
+                bsend(nbytes, tag)
+            assert info.value.Get_error_class() == MPI.ERR_BUFFER
+
+        bsend(900, 1)                   # eager: no buffer needed
+        refused(5000, 2, 'none is attached')
+        MPI.Attach_buffer(bytearray(12000))
+        bsend(5000, 3)
+        bsend(5000, 4)
+        refused(5000, 5, '10256 of its 12000 bytes are held by 2 message')
+        for nbytes, tag in ((900, 1), (5000, 3), (5000, 4)):
+            comm.Recv(np.empty(nbytes, np.uint8), source=peer, tag=tag)
+        comm.Barrier()
+        bsend(5000, 6)                  # received: their room is free
+        comm.Recv(np.empty(5000, np.uint8), source=peer, tag=6)
+        return len(MPI.Detach_buffer())
+    assert simulator.run(body, 2) == [12000, 12000]

@@ -225,10 +225,12 @@ def test_a_send_above_open_mpis_eager_limit_waits_for_its_receive(
 def test_a_buffered_send_never_waits_for_its_receive():
     def body(comm):
         peer = 1 - comm.rank
+        simulator.mpi.Attach_buffer(bytearray(3 * 10 ** 5))
         comm.Bsend(np.zeros(10 ** 5, np.uint8), dest=peer, tag=5)
         comm.bsend(bytes(10 ** 5), dest=peer, tag=6)
         got = np.empty(10 ** 5, np.uint8)
         comm.Recv(got, source=peer, tag=5)
+        simulator.mpi.Detach_buffer()
         return len(comm.recv(source=peer, tag=6))
     assert simulator.run(body, 2, send_mode='rendezvous') == [10 ** 5] * 2
 
