@@ -226,8 +226,8 @@ class RecvRequest(Request):
         """The object receive's room (an ``_ObjectRoom``), if sized, takes
         the pickle ``data``; MPI_ERR_TRUNCATE if it is too small."""
         room = self._buf
-        if room is None:
-            return
+        if room is None or msg.source == PROC_NULL:
+            return          # (from PROC_NULL: nothing arrives)
         if len(data) > room.nbytes:
             recv = self._activity
             raise _truncated(recv.record, msg, recv.comm_name, room.nbytes,

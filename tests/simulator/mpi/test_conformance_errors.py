@@ -191,6 +191,8 @@ def test_object_recv_into_a_buffer_holds_the_pickle(mpi_comm, MPI):
             warnings.simplefilter('ignore', UserWarning)
             assert mpi_comm.recv(room, source=0, tag=6) == big
         assert room[:1] == b'\x80'         # a pickle's first byte
+    # From PROC_NULL nothing arrives, whatever the room.
+    assert mpi_comm.irecv(0, MPI.PROC_NULL).wait() is None
     assert mpi_comm.allreduce(1) == 2
 
 
