@@ -418,18 +418,25 @@ class World:
         thread.simulator_internal = True    # not a thread of the rank
         thread.start()
 
+    def above_eager_limit(self, rank, dest, nbytes):
+        """Whether Open MPI 5 would send ``nbytes`` from world rank
+        ``rank`` to world rank ``dest`` by rendezvous (whatever
+        ``send_mode`` says: a buffered send's use of the attached buffer
+        follows Open MPI's limits)."""
+        if dest == rank:
+            limit = EAGER_BYTES['self']
+        elif self.node_of[dest] == self.node_of[rank]:
+            limit = EAGER_BYTES['node']
+        else:
+            limit = EAGER_BYTES['network']
+        return nbytes > limit
+
     def send_waits(self, rank, dest, nbytes):
         """Whether a standard send of ``nbytes`` from world rank ``rank``
         to world rank ``dest`` waits for its receive (``send_mode``)."""
         mode = self.send_mode
         if mode == 'openmpi':
-            if dest == rank:
-                limit = EAGER_BYTES['self']
-            elif self.node_of[dest] == self.node_of[rank]:
-                limit = EAGER_BYTES['node']
-            else:
-                limit = EAGER_BYTES['network']
-            return nbytes > limit
+            return self.above_eager_limit(rank, dest, nbytes)
         if self.schedule is not None:
             return self.schedule.rendezvous(self, rank)
         return mode == 'rendezvous'

@@ -7,6 +7,7 @@ payloads into messages and messages back into objects or buffer contents,
 with mpi4py's errors. The mixin relies on ``Comm``'s ``_s`` (the rank's
 :class:`~simulator.engine.communicator.CommState`) and argument checks.
 """
+import sys
 import warnings
 
 import numpy as np
@@ -315,7 +316,6 @@ class _ObjectRoom:
 
 
 def _irecv_bufsz():
-    import sys
     rc = getattr(sys.modules.get('mpi4py'), 'rc', None)
     return int(getattr(rc, 'irecv_bufsz', 32768))
 
@@ -382,13 +382,14 @@ class PointToPoint:
                           len(payload) if kind == OBJECT else
                           payload.nbytes)
         # A buffered send never waits; a standard one as the world says.
-        waits = world.send_waits(s.world_rank, s.peers[dest], msg.nbytes)
-        rendezvous = sync or (op not in _BUFFERED and waits)
+        rendezvous = sync or (op not in _BUFFERED and world.send_waits(
+            s.world_rank, s.peers[dest], msg.nbytes))
         if world.clock is not None:
             world.clock.send(record, s.peers[dest], msg.nbytes, rendezvous)
         with world.lock:
             world.raise_if_broken(s.world_rank)
-            if waits and not sync and op in _BUFFERED:
+            if op in _BUFFERED and world.above_eager_limit(
+                    s.world_rank, s.peers[dest], msg.nbytes):
                 _take_buffer_space(world, op, s.peers[dest], s.ctx, msg)
             send = p2p.post_send(world, s.ctx, s.peers[dest], msg,
                                  rendezvous)

@@ -278,3 +278,10 @@ def test_buffered_sends_without_room_raise_err_buffer():
         comm.Recv(np.empty(5000, np.uint8), source=peer, tag=6)
         return len(MPI.Detach_buffer())
     assert simulator.run(body, 2) == [12000, 12000]
+
+    def small(comm):
+        # Open MPI's limits decide, whatever --send-mode makes of
+        # standard sends.
+        comm.Bsend(np.zeros(900, np.uint8), dest=1 - comm.rank)
+        comm.Recv(np.empty(900, np.uint8), source=1 - comm.rank)
+    assert simulator.run(small, 2, send_mode='rendezvous') == [None] * 2
