@@ -733,10 +733,9 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
               (recv if send.in_place else send).datatype)
     if at_root:
         _check_same_datatype(send, recv)
-        if not send.in_place and send.count != recv.count:
+        if not send.in_place:
             # mpi4py checks this at the root before communicating.
-            raise ValueError('mismatch in send count {} and receive count '
-                             '{}'.format(send.count, recv.count))
+            _check_same_count(send, recv)
     out = None if not at_root else source if send.in_place else \
         recv.head(source.size)
 
