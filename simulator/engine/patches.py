@@ -8,7 +8,10 @@ import contextlib
 import functools
 import threading
 
-__all__ = ['PatchSet', 'wrap', 'module_class']
+__all__ = ['PatchSet', 'wrap', 'module_class', 'MODULE_CLASSES']
+
+# Every class module_class named: the modules' classes while worlds run.
+MODULE_CLASSES = []
 
 
 def module_class(cls):
@@ -18,6 +21,7 @@ def module_class(cls):
     in a process."""
     cls.__name__ = cls.__qualname__ = 'module'
     cls.__module__ = 'builtins'
+    MODULE_CLASSES.append(cls)
     return cls
 
 

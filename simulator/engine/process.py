@@ -88,7 +88,8 @@ from simulator.engine import (rank_builtins, rank_hash, rank_locks,
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import (caller_is_user, find_spec_without,
                                         then_after_exec)
-from simulator.engine.patches import PatchSet, module_class, wrap
+from simulator.engine.patches import (MODULE_CLASSES, PatchSet, module_class,
+                                      wrap)
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
@@ -550,6 +551,16 @@ def register_private_mapping(module, attribute, copied=False):
     _apply_registered(module)
 
 
+def register_module_dispatch(module, attribute):
+    """``module.attribute`` (dots allowed) is a pickler's dispatch table,
+    a dict by exact type: while worlds run, it handles the stand-in
+    classes modules then have (``patches.MODULE_CLASSES``) as it handles
+    ``types.ModuleType``, so a library pickler (cloudpickle, dill) still
+    pickles a module, or a function that uses one, by reference."""
+    _registry.setdefault(module, []).append((attribute, 'module_types'))
+    _apply_registered(module)
+
+
 def register_private_counter(module, attribute):
     """Make the ``itertools.count(1)`` ``module.attribute`` (or its
     ``__next__``) count per rank, from 1 as in a fresh process: the
@@ -648,15 +659,34 @@ def _private_class(cls, containers=False, shared=()):
     return private
 
 
+def _owner_of(module, attribute):
+    """What holds the last name of the dotted ``attribute`` of
+    ``module``, and that name."""
+    *path, last = attribute.split('.')
+    owner = module
+    for step in path:
+        owner = getattr(owner, step, None)
+    return owner, last
+
+
 def _apply_registered(name):
     module = sys.modules.get(name)
     if module is None or not _patches.active:
         return
     for attribute, kind in _registry.get(name, ()):
-        if (name, attribute) in _applied or not hasattr(module, attribute):
+        owner, last = _owner_of(module, attribute)
+        if (name, attribute) in _applied or not hasattr(owner, last):
             continue
-        shared = getattr(module, attribute)
-        if kind == 'object':
+        shared = getattr(owner, last)
+        if kind == 'module_types':
+            added = [cls for cls in MODULE_CLASSES if cls not in shared]
+            for cls in added:
+                shared[cls] = shared.get(types.ModuleType)
+
+            def undo(table=shared, added=added):
+                for cls in added:
+                    table.pop(cls, None)
+        elif kind == 'object':
             cls = type(shared)
             shared.__class__ = _private_class(cls)
 
@@ -702,6 +732,8 @@ register_private_mapping('cupy.random._generator', '_random_states')
 register_private_object('multiprocessing.context', '_default_context')
 register_private_counter('multiprocessing.process', '_process_counter')
 register_private_counter('threading', '_counter')
+register_module_dispatch('cloudpickle.cloudpickle', 'Pickler._dispatch_table')
+register_module_dispatch('dill._dill', 'Pickler.dispatch')
 # importlib.reload returns at once for a module some thread is reloading:
 # ranks reloading their copies of a user module together each run theirs.
 register_private_mapping('importlib', '_RELOADING')

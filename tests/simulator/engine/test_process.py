@@ -420,6 +420,47 @@ def test_registered_mapping_is_private_per_rank():
         del sys.modules[fake.__name__]
 
 
+def test_library_picklers_still_pickle_modules_while_worlds_run():
+    # cloudpickle and dill find their module reducer by exact type; while
+    # worlds run a module's class is a stand-in (a library module's, the
+    # rank's own sys...), which they pickled as "cannot pickle 'module'"
+    # (seen with MPI.pickle.__init__(cloudpickle.dumps, ...)).
+    import collections
+    import copyreg
+    import json
+    import pickle
+    import types
+    fake = types.ModuleType('simulator_test_fake_pickler')
+
+    def module_reduce(module):
+        return importlib.import_module, (module.__name__,)
+
+    class Pickler(pickle.Pickler):
+        _dispatch_table = {types.ModuleType: module_reduce}
+        dispatch_table = collections.ChainMap(_dispatch_table,
+                                              copyreg.dispatch_table)
+    fake.Pickler = Pickler
+    sys.modules[fake.__name__] = fake
+    try:
+        process.register_module_dispatch(fake.__name__,
+                                         'Pickler._dispatch_table')
+
+        def dumps(obj):
+            out = io.BytesIO()
+            fake.Pickler(out).dump(obj)
+            return out.getvalue()
+
+        def body(comm):
+            import builtins
+            return [pickle.loads(dumps(module)) is module
+                    for module in (json, np, sys, os, builtins)]
+        assert simulator.run(body, 2) == [[True] * 5] * 2
+        assert set(Pickler._dispatch_table) == {types.ModuleType}
+    finally:
+        process._registry.pop(fake.__name__)
+        del sys.modules[fake.__name__]
+
+
 def test_sys_exit_in_a_rank_ends_the_job_with_its_status():
     def body(comm):
         buf = np.ones(2)
