@@ -44,6 +44,7 @@ from simulator.mpi.errors import (Add_error_class, Add_error_code,
                                   Get_error_string)
 from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
 from simulator.mpi.ops import OP_NAMES, Op
+from simulator.mpi.p2p import wait_for_buffered_sends as _wait_buffered
 from simulator.mpi.pickling import Pickle, pickle
 from simulator.mpi.packing import install as _install_packing
 from simulator.mpi.prequest import Prequest
@@ -240,12 +241,15 @@ def Attach_buffer(buf):
 
 
 def Detach_buffer():
-    """The buffer Attach_buffer gave."""
+    """The buffer Attach_buffer gave, once the buffered messages held in
+    it are received."""
     local = _rank_context('Detach_buffer').local
     if 'mpi.buffer' not in local:
         raise _constants.Exception(_constants.ERR_UNKNOWN, 'Detach_buffer: '
                                    'no buffer is attached')
-    local.pop('mpi.buffer.held', None)
+    # As MPI says, it returns once the messages in the buffer are sent:
+    # Open MPI's big ones only when received.
+    _wait_buffered('Detach_buffer')
     return local.pop('mpi.buffer')
 
 

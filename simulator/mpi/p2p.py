@@ -29,7 +29,7 @@ from simulator.mpi.msgspec import held_bytes, parse_p2p, still_holds
 from simulator.mpi.request import ProcNullRequest, Request, track
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send',
-           'guard_receive', 'replace_peer']
+           'guard_receive', 'replace_peer', 'wait_for_buffered_sends']
 
 OBJECT = 'object'
 BUFFER = 'buffer'
@@ -267,7 +267,7 @@ class RecvRequest(Request):
         buf.flush()
 
 
-def _take_buffer_space(world, op, dest, ctx, msg):
+def _take_buffer_space(world, op, dest, record, msg):
     """Hold room in the attached buffer (Attach_buffer) for ``msg``, a
     buffered send too big to go eagerly: as in Open MPI, that copy stays
     there until the message is received; MPI_ERR_BUFFER without room.
@@ -275,9 +275,10 @@ def _take_buffer_space(world, op, dest, ctx, msg):
     local = current().local
     attached = local.get('mpi.buffer')
     size = 0 if attached is None else memoryview(attached).nbytes
-    held = [(m, q) for m, q in local.get('mpi.buffer.held', ())
-            if any(m is x for x in world.unexpected[q[0]].get(q[1], ()))]
-    used = sum(m.nbytes + BSEND_OVERHEAD for m, _ in held)
+    held = [(copy, nbytes) for copy, nbytes in local.get('mpi.buffer.held',
+                                                          ())
+            if not copy.matched]
+    used = sum(nbytes + BSEND_OVERHEAD for _, nbytes in held)
     if used + msg.nbytes + BSEND_OVERHEAD > size:
         raise MPIException(ERR_BUFFER, '{}: {} bytes (+{} overhead) to rank '
                            '{}, above the eager limit, need room in the '
@@ -287,7 +288,28 @@ def _take_buffer_space(world, op, dest, ctx, msg):
                                if attached is None else '{} of its {} bytes '
                                'are held by {} message(s) not yet '
                                'received'.format(used, size, len(held))))
-    local['mpi.buffer.held'] = held + [(msg, (dest, ctx))]
+    # Matched (and its rank woken) when the message is received.
+    copy = msg.send = p2p.Send(world, record.rank, record, dest)
+    local['mpi.buffer.held'] = held + [(copy, msg.nbytes)]
+
+
+def wait_for_buffered_sends(op):
+    """Block until the calling rank's buffered sends that hold room in
+    its attached buffer are received, as ``Detach_buffer`` does; they
+    then no longer hold it."""
+    context = current()
+    world = context.world
+    copies = [copy for copy, _ in context.local.pop('mpi.buffer.held', ())
+              if not copy.matched]
+    if not copies:
+        return
+    record = CallRecord(op, context.rank, detail='waits until its {} '
+                        'buffered message(s) to rank(s) {} are received'
+                        .format(len(copies), sorted({c.dest for c in copies})),
+                        raw=capture(2))
+    with world.lock:
+        world.block(lambda: all(c.matched for c in copies), record,
+                    lambda: any(c.hopeless() for c in copies))
 
 
 class _ObjectRoom:
@@ -390,7 +412,7 @@ class PointToPoint:
             world.raise_if_broken(s.world_rank)
             if op in _BUFFERED and world.above_eager_limit(
                     s.world_rank, s.peers[dest], msg.nbytes):
-                _take_buffer_space(world, op, s.peers[dest], s.ctx, msg)
+                _take_buffer_space(world, op, s.peers[dest], record, msg)
             send = p2p.post_send(world, s.ctx, s.peers[dest], msg,
                                  rendezvous)
             if world.finished[s.peers[dest]] and world.schedule is None:

@@ -246,6 +246,10 @@ def test_buffered_sends_above_the_eager_limit_use_the_attached_buffer(
     assert len(MPI.Detach_buffer()) == 12000
 
 
+def bsend(comm, nbytes, dest, tag):
+    comm.Bsend(np.zeros(nbytes, np.uint8), dest=dest, tag=tag)
+
+
 @pytest.mark.simulator_only(
     'after an MPI_ERR_BUFFER Open MPI 5.0.11 never delivers the process\'s '
     'later buffered sends (a Recv of one hung), so later tests would hang')
@@ -278,6 +282,24 @@ def test_buffered_sends_without_room_raise_err_buffer():
         comm.Recv(np.empty(5000, np.uint8), source=peer, tag=6)
         return len(MPI.Detach_buffer())
     assert simulator.run(body, 2) == [12000, 12000]
+
+    def detached_too_soon(comm):
+        # Detach_buffer returns once the buffered messages are received:
+        # rank 0 waits there while rank 1 waits in a Send that rank 0's
+        # later Recv would match (mpiexec hangs).
+        other = 1 - comm.rank
+        if comm.rank == 0:
+            MPI.Attach_buffer(bytearray(20000))
+            bsend(comm, 10000, other, 1)
+            MPI.Detach_buffer()
+            comm.Recv(np.empty(10000, np.uint8), source=other, tag=2)
+        else:
+            comm.Send(np.zeros(10000, np.uint8), dest=other, tag=2)
+            comm.Recv(np.empty(10000, np.uint8), source=other, tag=1)
+    with pytest.raises(simulator.DeadlockError,
+                       match=r'rank 0: blocked in Detach_buffer\(waits until '
+                             r'its 1 buffered message'):
+        simulator.run(detached_too_soon, 2)
 
     def small(comm):
         # Open MPI's limits decide, whatever --send-mode makes of
