@@ -93,6 +93,7 @@ from simulator.engine.patches import (MODULE_CLASSES, PatchSet, module_class,
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
+           'register_module_dispatch',
            'register_private_counter',
            'rank_seed', 'real_sys_dict', 'PrivateSys',
            'launch_variables', 'launcher_environ', 'local_rank_order',
@@ -679,7 +680,8 @@ def _apply_registered(name):
             continue
         shared = getattr(owner, last)
         if kind == 'module_types':
-            added = [cls for cls in MODULE_CLASSES if cls not in shared]
+            added = [cls for cls in MODULE_CLASSES if cls not in shared] \
+                if types.ModuleType in shared else []
             for cls in added:
                 shared[cls] = shared.get(types.ModuleType)
 
