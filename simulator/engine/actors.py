@@ -24,6 +24,7 @@ import time
 import types
 
 from simulator.engine.patches import PatchSet, wrap
+from simulator.engine.trace import as_processes_traceback
 from simulator.errors import RankFailedError, SimulatorError
 
 __all__ = ['Actor', 'RankExit', 'RankCpu', 'current', 'current_actor',
@@ -195,8 +196,9 @@ def _start_in_rank(thread):
             # the rank's own threading.excepthook sees it (threading would
             # call the hook after this wrapper has left the rank), with
             # the traceback threading's own frame would give it.
-            error.__traceback__ = _from_caller(sys._getframe(1),
-                                               error.__traceback__)
+            error.__traceback__ = _from_caller(
+                sys._getframe(1),
+                as_processes_traceback(error.__traceback__.tb_next))
             thread._invoke_excepthook(thread)
             # A rule of MPI broken in a helper thread (its own check, not
             # another rank's failure) fails the run as in a main thread,
@@ -220,9 +222,9 @@ def _start_in_rank(thread):
 
 
 def _from_caller(caller, traceback):
-    """``traceback`` with its first entry (this module's wrapper) replaced
-    by ``caller``'s frame at its current line."""
-    return types.TracebackType(traceback.tb_next, caller, caller.f_lasti,
+    """``traceback`` after an entry for ``caller``'s frame at its current
+    line (what stands for this module's wrapper)."""
+    return types.TracebackType(traceback, caller, caller.f_lasti,
                                caller.f_lineno)
 
 

@@ -7,12 +7,14 @@ offset; :func:`resolve` turns them into (file, line, function) triples
 and :class:`CallRecord` into ``traceback.FrameSummary`` objects, only
 when a report or an error message needs them.
 """
+import os
 import sys
 import traceback
 
 from simulator.engine.libraries import is_library_file
 
-__all__ = ['capture', 'resolve', 'CallRecord', 'user_frame', 'user_site']
+__all__ = ['capture', 'resolve', 'CallRecord', 'user_frame', 'user_site',
+           'as_processes_traceback']
 
 _MAX_DEPTH = 64
 _getframe = sys._getframe
@@ -141,3 +143,25 @@ def _peer_text(peer):
     if peer == -1:
         return 'ANY_SOURCE'
     return str(peer)
+
+
+_SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))) + os.sep
+
+
+def as_processes_traceback(tb):
+    """The traceback a process would print: none of the launcher's
+    leading frames (python has none), and one frame for each call into
+    the simulator (mpi4py's compiled call is one frame; a program's
+    callback, called from it, keeps its own frames)."""
+    frames = []
+    while tb is not None:
+        inside = tb.tb_frame.f_code.co_filename.startswith(_SIMULATOR_DIR)
+        if not inside or frames and not frames[-1][1]:
+            frames.append((tb, inside))
+        tb = tb.tb_next
+    for (tb, _), (after, _) in zip(frames, frames[1:]):
+        tb.tb_next = after
+    if frames:
+        frames[-1][0].tb_next = None
+    return frames[0][0] if frames else None

@@ -16,6 +16,7 @@ from simulator.engine.actors import current
 from simulator.engine.clock import ESTIMATES, VirtualTime
 from simulator.engine.modules import register_private_module
 from simulator.engine.program import execute
+from simulator.engine.trace import as_processes_traceback
 from simulator.errors import AbortError, SimulatorError
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
 from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
@@ -117,28 +118,6 @@ def run_command(options, parser, argv, sizes):
 
 
 
-_SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))) + os.sep
-
-
-def _as_mpi4pys(tb):
-    """The traceback a process would print: none of the launcher's frames
-    (python has none), and one frame for each call into the simulated
-    MPI (mpi4py's compiled call is one frame; a program's callback,
-    called from it, keeps its own frames)."""
-    frames = []
-    while tb is not None:
-        inside = tb.tb_frame.f_code.co_filename.startswith(_SIMULATOR_DIR)
-        if not inside or frames and not frames[-1][1]:
-            frames.append((tb, inside))
-        tb = tb.tb_next
-    for (tb, _), (after, _) in zip(frames, frames[1:]):
-        tb.tb_next = after
-    if frames:
-        frames[-1][0].tb_next = None
-    return frames[0][0] if frames else None
-
-
 def _call_excepthook(error):
     """As the interpreter does with a program's uncaught exception: the
     rank's ``sys.excepthook`` (per rank, see
@@ -153,7 +132,7 @@ def _call_excepthook(error):
         # while this one waited) are not the program's exceptions: under
         # mpiexec the process would hang or be killed.
         return
-    tb = _as_mpi4pys(error.__traceback__)
+    tb = as_processes_traceback(error.__traceback__)
     error.__traceback__ = tb
     try:
         hook(type(error), error, tb)
