@@ -51,15 +51,15 @@ from simulator.errors import (AbortError, BufferModifiedError,
                               CollectiveMismatchError,
                               DeadlockError, FinalizedError,
                               MessageMismatchError, OverlappingBuffersError,
-                              RankFailedError, SimulatorError,
-                              UnmatchedMessageError)
+                              RankFailedError, RMAConflictError,
+                              SimulatorError, UnmatchedMessageError)
 
 __all__ = ['run', 'explore', 'current', 'register_explainer',
            'register_library',
            'SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'UnmatchedMessageError', 'MessageMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError',
-           'FinalizedError', 'OverlappingBuffersError']
+           'FinalizedError', 'OverlappingBuffersError', 'RMAConflictError']
 
 # Imported on first use (PEP 562), not with the package: the engine, the
 # launcher and NumPy take ~0.5 s, which ``python -m simulator`` would pay

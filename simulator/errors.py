@@ -7,7 +7,7 @@ __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError',
            'FinalizedError', 'NotInitializedError', 'NotFinalizedError',
            'ThreadLevelError', 'OverlappingBuffersError',
-           'IncompleteRequestWarning']
+           'RMAConflictError', 'IncompleteRequestWarning']
 
 
 class SimulatorError(Exception):
@@ -47,6 +47,13 @@ class OverlappingBuffersError(SimulatorError):
     """A rank gave memory that a pending receive of its own writes into
     to another receive or a send (MPI forbids it: what ends up there, or
     what is sent, depends on timing)."""
+
+
+class RMAConflictError(SimulatorError):
+    """Two ranks reached the same bytes of a window in one fence epoch
+    with operations whose outcome depends on their order (MPI leaves it
+    undefined: a Put and a Get of changed bytes, two Puts of different
+    bytes, accumulates with different ops)."""
 
 
 class FinalizedError(SimulatorError):

@@ -48,6 +48,7 @@ from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
 from simulator.mpi.memory import buffer
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
+from simulator.mpi.rma_races import Access, EpochLog, settled_bytes
 from simulator.mpi.unsupported import not_simulated
 from simulator.mpi.values import VALUES
 
@@ -83,6 +84,7 @@ class _Shared:
         self.disp_units = disp_units
         self.regions = [[] for _ in group]  # dynamic: (address, array)
         self.mutex = threading.Lock()
+        self.races = EpochLog()         # the fence epoch's accesses
         # Per target: the exclusive holder (window rank) and the number
         # of shared holders; changed under the world lock.
         self.exclusive = [None] * len(group)
@@ -146,6 +148,7 @@ class Win(bytearray, Attributes, HandleMixin):
         win._memory = memory
         win._name = ''
         win._fence = False          # inside a fence epoch
+        win._epoch = 0              # fence epochs begun
         win._locks = {}             # target -> lock type held
         win._lock_all = False
         win._started = win._exposed = None     # Start / Post epochs
@@ -406,6 +409,7 @@ class Win(bytearray, Attributes, HandleMixin):
                                'target epoch (Lock/Lock_all)')
         self._barrier('Win.Fence')
         self._fence = not assertion & MODE_NOSUCCEED
+        self._epoch += 1
 
     def _check_rank(self, rank, op):
         if not isinstance(rank, int) or not 0 <= rank < len(
@@ -715,13 +719,30 @@ class Win(bytearray, Attributes, HandleMixin):
         with world.lock:
             world.version += 1
 
+    def _touch(self, op, kind, target_rank, view, apply):
+        """``apply()`` an operation to ``view`` under the window's mutex;
+        in a fence epoch the access is noted, and an order-dependent
+        conflict with another rank's raises (see :mod:`.rma_races`)."""
+        watched = self._fence and not (self._locks or self._lock_all or
+                                       self._started)
+        with self._s.mutex:
+            before = settled_bytes(view) if watched else None
+            apply()
+            after = settled_bytes(view) if watched else None
+        if watched:
+            self._s.races.note(self._epoch, Access(
+                self._rank, kind, view.__array_interface__['data'][0],
+                before, after, self._record('Win.' + op, target_rank)))
+
     def Put(self, origin, target_rank, target=None):
         """Write ``origin`` into ``target_rank``'s window."""
         buf, view = self._target('Put', origin, target_rank, target)
         if view is None:
             return
-        with self._s.mutex:
+
+        def put():
             view[...] = buf.data[:view.size]
+        self._touch('Put', 'put', target_rank, view, put)
         self._changed()
 
     def Get(self, origin, target_rank, target=None):
@@ -733,8 +754,10 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_TYPE, 'Win.Get: {} elements do not fit '
                                'the origin\'s {}'.format(view.size,
                                                          buf.count))
-        with self._s.mutex:
+
+        def get():
             buf.data[:view.size] = view
+        self._touch('Get', 'get', target_rank, view, get)
 
     def _apply(self, view, operand, op):
         if op == _NO_OP:
@@ -754,8 +777,8 @@ class Win(bytearray, Attributes, HandleMixin):
         buf, view = self._target('Accumulate', origin, target_rank, target)
         if view is None:
             return
-        with self._s.mutex:
-            self._apply(view, buf.data[:view.size], op)
+        self._touch('Accumulate', _kind(op), target_rank, view,
+                    lambda: self._apply(view, buf.data[:view.size], op))
         self._changed()
 
     def Get_accumulate(self, origin, result, target_rank, target=None,
@@ -773,10 +796,12 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_TYPE, 'Win.Get_accumulate: result '
                                'buffer does not hold {} {}'.format(
                                    view.size, view.dtype))
-        with self._s.mutex:
+        def fetch_and_apply():
             out.data[:view.size] = view
             if origin_data is not None:
                 self._apply(view, origin_data, op)
+        self._touch('Get_accumulate', _kind(op), target_rank, view,
+                    fetch_and_apply)
         if op != _NO_OP:
             self._changed()
 
@@ -789,10 +814,13 @@ class Win(bytearray, Attributes, HandleMixin):
         if view is None:
             return
         out = _single(('origin', buf), ('result', result))[1]
-        with self._s.mutex:
+
+        def fetch_and_apply():
             out.data[:1] = view
             if op != _NO_OP:
                 self._apply(view, buf.data[:1], op)
+        self._touch('Fetch_and_op', _kind(op), target_rank, view,
+                    fetch_and_apply)
         if op != _NO_OP:
             self._changed()
 
@@ -806,11 +834,14 @@ class Win(bytearray, Attributes, HandleMixin):
             return
         _, expected, out = _single(('origin', buf), ('compare', compare),
                                    ('result', result))
-        with self._s.mutex:
+
+        def compare_and_swap():
             old = view[0].copy()
             out.data[:1] = old
             if old == expected.data[0]:
                 view[0] = buf.data[0]
+        self._touch('Compare_and_swap', 'compare-and-swap', target_rank,
+                    view, compare_and_swap)
         self._changed()
 
     # Request-based operations complete at the call.
@@ -838,6 +869,11 @@ class Win(bytearray, Attributes, HandleMixin):
         self._in_passive_epoch('Rget_accumulate')
         self.Get_accumulate(origin, result, target_rank, target, op)
         return Request()
+
+
+def _kind(op):
+    """An accumulate's kind for the race check: its op (NO_OP reads)."""
+    return 'get' if op == _NO_OP else 'accumulate ' + op.name
 
 
 def _single(*named):

@@ -47,7 +47,7 @@ def test_import_simulator_imports_nothing_heavy_and_offers_every_name():
     found = json.loads(done.stdout)
     assert found['after_import'] == []
     assert found['same'] and all(found['same'].values()), found['same']
-    assert len(found['same']) == 15
+    assert len(found['same']) == 16
     assert found['dir'] == []
     assert found['mpi'] is True
     assert "has no attribute 'no_such_name'" in found['missing']

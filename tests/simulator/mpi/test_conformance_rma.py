@@ -227,3 +227,67 @@ def test_window_memory_is_an_mpi_buffer(mpi_comm, MPI):
     with pytest.raises(TypeError):
         MPI.Win((1, 2, 3))
     assert MPI.WIN_NULL.Get_name() == 'MPI_WIN_NULL'
+
+
+@pytest.mark.mpi(sizes=SIZES)
+@pytest.mark.parametrize('dtype', ['d', 'g'])
+def test_fence_epochs_without_order_dependent_accesses_run_both_ways(
+        mpi_comm, MPI, dtype):
+    # What the race check lets through: every rank putting the same
+    # values (long doubles too, whose padding NumPy leaves undefined),
+    # accumulates with one op, gets beside puts that change nothing,
+    # and puts and gets split by a Fence.
+    size = mpi_comm.Get_size()
+    mem = np.zeros(4, dtype=dtype)
+    win = MPI.Win.Create(mem, mem.itemsize, comm=mpi_comm)
+    try:
+        win.Fence()
+        win.Put(np.arange(4, dtype=dtype), 0)
+        win.Fence()
+        win.Accumulate(np.ones(4, dtype=dtype), 0, op=MPI.SUM)
+        win.Fence()
+        added = size
+        got = np.empty(4, dtype=dtype)
+        win.Get(got, 0)
+        # Rewrites what is there (not what Get fetches: that is only
+        # there after the Fence).
+        win.Put(np.arange(4, dtype=dtype) + added, 0)
+        win.Fence()
+        assert got.tolist() == [added + i for i in range(4)]
+    finally:
+        win.Free()
+
+
+@pytest.mark.simulator_only(
+    'Open MPI applies the two accesses in some order without a word: '
+    'only the simulator can say that the order decides the result')
+@pytest.mark.parametrize('second', ['put', 'get', 'accumulate'])
+def test_order_dependent_accesses_in_one_fence_epoch_are_reported(second):
+    import simulator
+    MPI = simulator.mpi
+
+    def body(comm):
+        mem = np.zeros(4, dtype='i')
+        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
+        win.Fence()
+        if comm.rank == 1:
+            win.Put(np.full(2, 7, dtype='i'), 0, (1, 2, MPI.INT))
+        comm.Barrier()
+        if comm.rank == 2:
+            if second == 'put':
+                win.Put(np.full(1, 9, dtype='i'), 0, (2, 1, MPI.INT))
+            elif second == 'get':
+                win.Get(np.empty(4, dtype='i'), 0)
+            else:
+                win.Accumulate(np.ones(1, dtype='i'), 0, (2, 1, MPI.INT),
+                               op=MPI.SUM)
+        win.Fence()
+        win.Free()
+    with pytest.raises(simulator.RMAConflictError) as info:
+        simulator.run(body, 3)
+    message = str(info.value)
+    assert message.startswith('rank 1 Win.Put(peer=0, ')
+    assert 'and rank 2 Win.{}(peer=0, '.format(
+        {'put': 'Put', 'get': 'Get', 'accumulate': 'Accumulate'}[second]) \
+        in message
+    assert 'same {} byte(s)'.format(8 if second == 'get' else 4) in message

@@ -1,0 +1,138 @@
+"""Accesses to one window location whose outcome depends on their order.
+
+Within a fence epoch MPI orders no two operations of different origins:
+a Put and a Get of the same bytes may see either order, two Puts leave
+either value, two accumulates with different ops either result. The
+simulator applies each operation at its call, in one order, so such a
+program always gives the same answer here and another on a cluster.
+Each window keeps the accesses of its current fence epoch (the bytes
+before and after each one); an access from another origin that overlaps
+one already made raises :class:`~simulator.errors.RMAConflictError`
+when the order would show: the bytes some operation wrote differ in the
+overlap (two Puts of the same bytes, as mpi4py's own tests make, or a
+Get beside a Put that rewrote a byte with its old value, do not).
+Passive target (Lock) and Post/Start epochs are not checked.
+"""
+import threading
+
+import numpy as np
+
+from simulator.errors import RMAConflictError
+
+__all__ = ['Access', 'EpochLog', 'settled_bytes']
+
+_MASKS = {}
+
+
+def _significant(dtype):
+    """Which bytes of a ``dtype`` element hold its value (None: all): not
+    a long double's padding nor a pair type's gap, which NumPy leaves
+    undefined."""
+    if dtype not in _MASKS:
+        mask = np.zeros(dtype.itemsize, np.uint8)
+        for offset, part in _parts(dtype, 0):
+            if part in _EXTENDED:
+                # x87 extended precision: 10 bytes of value per real part.
+                step = _EXTENDED[part]
+                for start in range(offset, offset + part.itemsize, step):
+                    mask[start:start + 10] = 0xFF
+            else:
+                mask[offset:offset + part.itemsize] = 0xFF
+        _MASKS[dtype] = None if mask.all() else mask
+    return _MASKS[dtype]
+
+
+# Padded long doubles (x86: 16 bytes for 10) and the step of a real part.
+_EXTENDED = {d: d.itemsize // (2 if d.kind == 'c' else 1)
+             for d in (np.dtype(np.longdouble), np.dtype(np.clongdouble))
+             if d.itemsize // (2 if d.kind == 'c' else 1) > 10}
+
+
+def _parts(dtype, offset):
+    """(offset, dtype) of each scalar within ``dtype``."""
+    if dtype.fields:
+        for field, field_offset, *_ in dtype.fields.values():
+            yield from _parts(field, offset + field_offset)
+    elif dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        for i in range(int(np.prod(shape))):
+            yield from _parts(base, offset + i * base.itemsize)
+    else:
+        yield offset, dtype
+
+
+def settled_bytes(view):
+    """The bytes of array ``view`` with its elements' padding zeroed."""
+    mask = _significant(view.dtype)
+    if mask is None:
+        return view.tobytes()
+    raw = np.ascontiguousarray(view).view(np.uint8).reshape(
+        -1, view.dtype.itemsize)
+    return (raw & mask).tobytes()
+
+
+class Access:
+    """One operation on a window's bytes ``start``..``end`` (addresses):
+    ``kind`` 'get', 'put' or an accumulate's op name; ``before`` and
+    ``after`` the bytes there around it."""
+
+    __slots__ = ('origin', 'kind', 'start', 'end', 'before', 'after',
+                 'record')
+
+    def __init__(self, origin, kind, start, before, after, record):
+        self.origin = origin
+        self.kind = kind
+        self.start = start
+        self.end = start + len(before)
+        self.before = before
+        self.after = after
+        self.record = record
+
+    def _part(self, data, lo, hi):
+        return data[lo - self.start:hi - self.start]
+
+    def changed(self, lo, hi):
+        return self._part(self.before, lo, hi) != \
+            self._part(self.after, lo, hi)
+
+
+def _conflict(a, b, lo, hi):
+    if a.kind == 'put' and b.kind == 'put':
+        return a._part(a.after, lo, hi) != b._part(b.after, lo, hi)
+    if a.kind == b.kind and a.kind != 'get':
+        return False        # accumulates with one op: atomic, any order
+    return a.changed(lo, hi) or b.changed(lo, hi)
+
+
+class EpochLog:
+    """The accesses of a window's current fence epoch (all its ranks)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._epoch = 0
+        self._accesses = []
+
+    def note(self, epoch, access):
+        """Keep ``access`` (made in fence epoch ``epoch``); raise
+        RMAConflictError if its order against another origin's shows."""
+        with self._lock:
+            if epoch != self._epoch:
+                # A rank in a newer epoch: every rank has left the older.
+                self._epoch, self._accesses = epoch, []
+            for other in self._accesses:
+                lo = max(other.start, access.start)
+                hi = min(other.end, access.end)
+                if lo < hi and other.origin != access.origin and \
+                        _conflict(other, access, lo, hi):
+                    raise RMAConflictError(_describe(other, access, lo, hi))
+            self._accesses.append(access)
+
+
+def _describe(first, second, lo, hi):
+    return ('rank {} {} and rank {} {} reach the same {} byte(s) of a '
+            'window in one fence epoch, and their order shows in the '
+            'result: MPI leaves it undefined (a real MPI may apply either '
+            'first). Separate them with a Fence, or use accumulates with '
+            'one op'.format(
+                first.record.rank, first.record.describe(),
+                second.record.rank, second.record.describe(), hi - lo))
