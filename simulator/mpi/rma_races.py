@@ -104,28 +104,55 @@ def _conflict(a, b, lo, hi):
     return a.changed(lo, hi) or b.changed(lo, hi)
 
 
+# Accesses are found by the 64-byte blocks they touch; one over more than
+# _WIDE blocks is checked against all the epoch's accesses instead.
+_BLOCK = 6
+_WIDE = 256
+
+
 class EpochLog:
     """The accesses of a window's current fence epoch (all its ranks)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._epoch = 0
-        self._accesses = []
+        self._reset()
+
+    def _reset(self):
+        self._all = []
+        self._blocks = {}
+        self._wide = []
 
     def note(self, epoch, access):
         """Keep ``access`` (made in fence epoch ``epoch``); raise
         RMAConflictError if its order against another origin's shows."""
+        first = access.start >> _BLOCK
+        last = (access.end - 1) >> _BLOCK
+        wide = last - first >= _WIDE
         with self._lock:
             if epoch != self._epoch:
                 # A rank in a newer epoch: every rank has left the older.
-                self._epoch, self._accesses = epoch, []
-            for other in self._accesses:
+                self._epoch = epoch
+                self._reset()
+            if wide:
+                candidates = self._all
+            else:
+                candidates = list(self._wide)
+                for block in range(first, last + 1):
+                    candidates += self._blocks.get(block, ())
+            for other in candidates:
+                if other.origin == access.origin:
+                    continue
                 lo = max(other.start, access.start)
                 hi = min(other.end, access.end)
-                if lo < hi and other.origin != access.origin and \
-                        _conflict(other, access, lo, hi):
+                if lo < hi and _conflict(other, access, lo, hi):
                     raise RMAConflictError(_describe(other, access, lo, hi))
-            self._accesses.append(access)
+            self._all.append(access)
+            if wide:
+                self._wide.append(access)
+            else:
+                for block in range(first, last + 1):
+                    self._blocks.setdefault(block, []).append(access)
 
 
 def _describe(first, second, lo, hi):
