@@ -60,9 +60,15 @@ def _mismatch(slot, rank, op, signature, record):
              'communicator): ranks disagree on the call'.format(
                  slot.comm_name, slot.key[1])]
     first_rec = slot.calls[first]
-    lines.append('  ranks {} called {} (rank {} at {})'.format(
-        agree, describe_signature(slot.op, slot.signature),
-        first_rec.rank, first_rec.where))
+    if len(agree) == 1:
+        lines.append('  rank {} called {} at {}'.format(
+            agree[0], describe_signature(slot.op, slot.signature),
+            first_rec.where))
+    else:
+        lines.append('  ranks {} called {} (rank {} at {})'.format(
+            ', '.join(map(str, agree)),
+            describe_signature(slot.op, slot.signature), first_rec.rank,
+            first_rec.where))
     lines.append('  rank {} called {} at {}'.format(
         rank, describe_signature(op, signature), record.where))
     diff = _difference(slot.op, slot.signature, op, signature)
