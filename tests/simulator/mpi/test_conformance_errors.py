@@ -275,6 +275,7 @@ def test_buffered_sends_without_room_raise_err_buffer():
         bsend(5000, 3)
         bsend(5000, 4)
         refused(5000, 5, '10256 of its 12000 bytes are held by 2 message')
+        comm.Barrier()                  # no receive before both checked
         for nbytes, tag in ((900, 1), (5000, 3), (5000, 4)):
             comm.Recv(np.empty(nbytes, np.uint8), source=peer, tag=tag)
         comm.Barrier()
