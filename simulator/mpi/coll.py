@@ -211,11 +211,7 @@ def _check_op(op, dtype=None, where=None, datatype=None):
         if kinds is not None and np.dtype(dtype).kind not in kinds:
             raise MPIException(ERR_OP, '{}: {} is not defined for {} '
                                'buffers'.format(where, op.name, dtype))
-    if datatype and not op.user and not datatype.is_predefined:
-        # Open MPI applies its predefined operations to predefined
-        # datatypes only (MPI_ERR_OP, also for a contiguous type).
-        raise MPIException(ERR_OP, '{}: {} on a derived datatype'.format(
-            where, op.name))
+    op.check_datatype(datatype, where)
     return op
 
 

@@ -176,13 +176,17 @@ class Op(HandleMixin):
         if source.count != target.count:
             raise ValueError('mismatch in inbuf count {} and inoutbuf '
                              'count {}'.format(source.count, target.count))
-        if not self.user and target.datatype and \
-                not target.datatype.is_predefined:
-            # As Open MPI: predefined operations, predefined datatypes.
-            raise MPIException(ERR_OP, 'Reduce_local: {} on a derived '
-                               'datatype'.format(self.name))
+        self.check_datatype(target.datatype, 'Reduce_local')
         out = target.head()
         self.combine_into(out, source.head(), out, target.datatype)
+
+    def check_datatype(self, datatype, where):
+        """MPI_ERR_OP for a predefined operation on a derived datatype:
+        Open MPI defines them on predefined datatypes only (a contiguous
+        run of doubles too); user operations take any."""
+        if datatype and not self.user and not datatype.is_predefined:
+            raise MPIException(ERR_OP, '{}: {} on a derived datatype'.format(
+                where, self.name))
 
     def combine_into(self, out, left, right, datatype=None):
         """``out = left op right`` elementwise; ``out`` may be ``left`` or

@@ -728,7 +728,9 @@ class Win(bytearray, Attributes, HandleMixin):
         with self._s.mutex:
             before = settled_bytes(view) if watched else None
             apply()
-            after = settled_bytes(view) if watched else None
+            # (A read leaves the target as it was: one copy serves.)
+            after = before if kind == 'get' or not watched else \
+                settled_bytes(view)
         if watched:
             self._s.races.note(self._epoch, Access(
                 self._rank, kind, view.__array_interface__['data'][0],
