@@ -87,7 +87,7 @@ from simulator.engine import (rank_builtins, rank_hash, rank_locks,
                               rank_threading, rank_warnings)
 from simulator.engine.actors import RankExit, current
 from simulator.engine.libraries import (caller_is_user, find_spec_without,
-                                        then_after_exec)
+                                        is_library_file, then_after_exec)
 from simulator.engine.patches import (MODULE_CLASSES, PatchSet, module_class,
                                       wrap)
 
@@ -864,6 +864,31 @@ def _getpid_for(real):
     return getpid
 
 
+def _rank_pid():
+    """The calling rank's process id where the program itself asks (as
+    getpid answers it), else None."""
+    context = current()
+    if context is None or context.pid is None or \
+            is_library_file(sys._getframe(2).f_code.co_filename):
+        return None
+    return context.pid
+
+
+def _getpgrp_for(real):
+    def getpgrp():
+        # mpiexec starts each process as the leader of its own group
+        pid = _rank_pid()
+        return real() if pid is None else pid
+    return getpgrp
+
+
+def _getpgid_for(real):
+    def getpgid(pid):
+        own = _rank_pid()
+        return own if own is not None and pid in (0, own) else real(pid)
+    return getpgid
+
+
 # A log record's process id (the %(process)d of a log format) only says
 # who logged: the rank's, as each process's records carry its own.
 _LOG_RECORD = logging.LogRecord.__init__.__code__
@@ -945,6 +970,8 @@ def _install():
              wrap(os, 'uname', _os_uname_for),
              wrap(platform, 'uname', _platform_uname_for),
              wrap(os, 'getpid', _getpid_for),
+             wrap(os, 'getpgrp', _getpgrp_for),
+             wrap(os, 'getpgid', _getpgid_for),
              wrap(time, 'process_time', _process_time_for),
              wrap(time, 'process_time_ns',
                   lambda real: _process_time_for(real, ns=True)),

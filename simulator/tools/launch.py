@@ -11,6 +11,7 @@ the script's code (:func:`load_code`).
 import contextlib
 import functools
 import gc
+import io
 import os
 import sys
 import threading
@@ -157,6 +158,10 @@ class RankStream:
         _check_open(self.closed)
         return self._tty if current() is not None else False
 
+    # isinstance(sys.stdout, io.TextIOWrapper) holds in a process
+    # (libraries test it before reconfigure()); type() still tells.
+    __class__ = property(lambda self: io.TextIOWrapper)
+
     def __getattr__(self, name):
         return getattr(self._stream, name)
 
@@ -185,7 +190,10 @@ class RankInput:
         if ctx is None or ctx.rank == 0:
             return self._stream
         if self._empty is None:
-            self._empty = open(os.devnull)  # one for all: it holds nothing
+            # one for all: it holds nothing; decoded as the launcher's
+            self._empty = open(os.devnull, encoding=getattr(
+                self._stream, 'encoding', None), errors=getattr(
+                self._stream, 'errors', None))
         return self._empty
 
     def read(self, *args):
@@ -202,6 +210,12 @@ class RankInput:
 
     def isatty(self):
         return False if current() is not None else self._stream.isatty()
+
+    @property
+    def name(self):
+        return getattr(self._stream, 'name', '<stdin>')  # fd 0's, each rank
+
+    __class__ = RankStream.__dict__['__class__']
 
     def close(self):
         ctx = current()

@@ -3,6 +3,7 @@ fact, the same under mpiexec and on the simulator (ranks <= cores, where
 Open MPI numbers local ranks in world order): its arguments and command
 line as given, the launcher's variables, its streams and threads."""
 import builtins
+import io
 import json
 import multiprocessing
 import os
@@ -28,6 +29,13 @@ facts = {
     # mpiexec keeps its own PRTE_* (the launch's oversubscription here)
     'prte_variables': sorted(k for k in os.environ if k.startswith('PRTE_')),
     'stdout_tty': sys.stdout.isatty(),
+    # the streams are text files (libraries check before reconfigure())
+    'text_streams': [isinstance(s, io.TextIOWrapper)
+                     for s in (sys.stdin, sys.stdout, sys.stderr)],
+    'stdin': [sys.stdin.name, sys.stdin.encoding.lower()],
+    # mpiexec makes each process the leader of its own process group
+    'group_leader': [os.getpgrp() == os.getpid(),
+                     os.getpgid(0) == os.getpid()],
     'stderr_tty': sys.stderr.isatty(),
     'main_thread': threading.current_thread() is threading.main_thread(),
     'threads': threading.active_count(),
