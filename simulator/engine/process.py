@@ -67,6 +67,7 @@ stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 """
 import atexit
 import logging
+import multiprocessing.process
 import importlib._bootstrap as _bootstrap
 import itertools
 import collections.abc
@@ -858,7 +859,7 @@ def _getpid_for(real):
         if context is None or context.pid is None:
             return real()
         if not caller_is_user() and \
-                sys._getframe(1).f_code is not _LOG_RECORD:
+                sys._getframe(1).f_code not in _ASK_FOR_THE_RANK:
             return real()
         return context.pid
     return getpid
@@ -889,9 +890,11 @@ def _getpgid_for(real):
     return getpgid
 
 
-# A log record's process id (the %(process)d of a log format) only says
-# who logged: the rank's, as each process's records carry its own.
-_LOG_RECORD = logging.LogRecord.__init__.__code__
+# Library code whose process id only says who is asking: a log record's
+# (the %(process)d of a log format) and multiprocessing's
+# current_process().pid: the rank's, as each process's are its own.
+_ASK_FOR_THE_RANK = (logging.LogRecord.__init__.__code__,
+                     multiprocessing.process.BaseProcess.ident.fget.__code__)
 
 
 def _gethostname_for(real):

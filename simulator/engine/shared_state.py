@@ -17,9 +17,11 @@ silent.
 import builtins
 import ctypes
 import gc
+import locale
 import os
 import reprlib
 import signal
+import socket
 import sys
 import threading
 import time
@@ -114,6 +116,16 @@ _TIMER = ('its signal goes to the one process, not to this rank\'s '
 
 def _alarm(seconds):
     return 'signal.alarm({})'.format(seconds) if seconds else None
+
+
+def _setlocale(category, value=None):
+    # the C library's locale is the process's; a query changes nothing
+    if value is None:
+        return None
+    names = [n for n in dir(locale) if n.startswith('LC_') and
+             getattr(locale, n) == category]
+    return 'locale.setlocale({}, {!r})'.format(
+        'locale.' + names[0] if names else category, value)
 
 
 def _setitimer(which, seconds, interval=0.0):
@@ -312,6 +324,11 @@ def _install():
             'sys.setrecursionlimit({})'.format(limit))),
         _patch(sys_dict, 'setswitchinterval', lambda interval: (
             'sys.setswitchinterval({})'.format(interval))),
+        _patch(sys_dict, 'set_int_max_str_digits', lambda maxdigits: (
+            'sys.set_int_max_str_digits({})'.format(maxdigits))),
+        _patch(socket, 'setdefaulttimeout', lambda timeout: (
+            'socket.setdefaulttimeout({!r})'.format(timeout))),
+        _patch(locale, 'setlocale', _setlocale, users_only=True),
         _patch(os, 'dup2', _dup2, users_only=True,
                consequence=_STANDARD_FD),
         _patch(signal, 'alarm', _alarm, consequence=_TIMER),

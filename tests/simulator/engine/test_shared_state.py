@@ -72,6 +72,31 @@ def test_the_users_collector_and_c_environment_changes_are_reported(
     assert all(' at {}:'.format(__file__) in m for m in messages)
 
 
+def test_int_digits_socket_timeout_and_locale_changes_are_reported(
+        warnings_of):
+    import calendar
+    import locale
+    import socket
+    digits, timeout = sys.get_int_max_str_digits(), socket.getdefaulttimeout()
+    current = locale.setlocale(locale.LC_NUMERIC)
+
+    def body(comm):
+        # a query, and a library's own setting and restoring: not said
+        locale.setlocale(locale.LC_ALL)
+        with calendar.different_locale(current):
+            pass
+        if comm.rank == 1:
+            sys.set_int_max_str_digits(digits)
+            socket.setdefaulttimeout(timeout)
+            locale.setlocale(locale.LC_NUMERIC, current)
+    messages = warnings_of(body, SharedStateWarning)
+    assert [m.split(' at ')[0] for m in messages] == [
+        'rank 1 called sys.set_int_max_str_digits({})'.format(digits),
+        'rank 1 called socket.setdefaulttimeout({!r})'.format(timeout),
+        'rank 1 called locale.setlocale(locale.LC_NUMERIC, {!r})'.format(
+            current)]
+
+
 def test_replacing_a_standard_stream_in_a_rank_is_not_reported(warnings_of):
     # Each rank has its own (test_process.py): nothing is shared to report.
     def body(comm):

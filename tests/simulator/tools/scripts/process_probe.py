@@ -34,6 +34,8 @@ facts = {
                      for s in (sys.stdin, sys.stdout, sys.stderr)],
     'stdin': [sys.stdin.name, sys.stdin.encoding.lower()],
     # mpiexec makes each process the leader of its own process group
+    'multiprocessing_pid': multiprocessing.current_process().pid ==
+    os.getpid(),
     'group_leader': [os.getpgrp() == os.getpid(),
                      os.getpgid(0) == os.getpid()],
     'stderr_tty': sys.stderr.isatty(),
