@@ -865,6 +865,17 @@ def _getpid_for(real):
     return getpid
 
 
+def _forget_the_ranks_pid():
+    # A process a rank forks (multiprocessing's workers) is a process of
+    # its own: its os.getpid() is the kernel's, not the rank's.
+    context = current()
+    if context is not None:
+        context.pid = None
+
+
+os.register_at_fork(after_in_child=_forget_the_ranks_pid)
+
+
 def _rank_pid():
     """The calling rank's process id where the program itself asks (as
     getpid answers it), else None."""

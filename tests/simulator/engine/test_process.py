@@ -599,17 +599,24 @@ def test_each_rank_has_its_own_process_id(mpi_comm):
 
 
 @pytest.mark.simulator_only('checks what libraries get of the process id')
-def test_a_librarys_process_id_is_the_processes():
-    # multiprocessing finds its own process by it (a log record's says
-    # who logged, so it is the rank's: test_a_log_records_process_id...).
+def _pids(_):
     import multiprocessing
-    import simulator
+    return os.getpid(), multiprocessing.current_process().pid
 
-    def body(comm):
-        return os.getpid(), multiprocessing.current_process().ident
-    results = simulator.run(body, 2)
-    assert [library for _, library in results] == [os.getpid()] * 2
-    assert len({mine for mine, _ in results} | {os.getpid()}) == 3
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_multiprocessing_and_forked_workers_have_process_ids_as_processes(
+        mpi_comm):
+    # current_process().pid is the program's own getpid; a worker a rank
+    # forks is a process of its own, with the kernel's id.
+    import multiprocessing
+    mine = _pids(None)
+    assert mine[0] == mine[1]
+    with multiprocessing.get_context('fork').Pool(2) as pool:
+        workers = pool.map(_pids, range(4), chunksize=1)
+    assert all(pid == reported and pid != mine[0]
+               for pid, reported in workers)
+    assert len(set(mpi_comm.allgather(mine[0]))) == mpi_comm.size
 
 
 @pytest.mark.mpi(sizes=(1, 3))
