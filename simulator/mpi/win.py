@@ -6,7 +6,9 @@ reads or writes the target's memory directly, at the call, under the
 window's mutex: accumulates, ``Fetch_and_op`` and ``Compare_and_swap``
 are atomic per operation, as MPI requires. The result of a correct
 program is one of the results real MPI can give (operations happen no
-later than the synchronisation that completes them).
+later than the synchronisation that completes them). What lands at the
+origin (a Get's data, a fetch's result) lands at that synchronisation,
+and the origin's buffers must be left alone until then (checked).
 
 Synchronisation is checked, not modelled in time: every operation needs
 an access epoch on its target (``Fence``, ``Lock``/``Lock_all``, or
@@ -39,7 +41,8 @@ from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK,
                                      ERR_TYPE, BottomType)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
-from simulator.mpi.msgspec import parse
+from simulator.errors import BufferModifiedError
+from simulator.mpi.msgspec import held_bytes, parse, still_holds
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
@@ -152,6 +155,7 @@ class Win(bytearray, Attributes, HandleMixin):
         win._locks = {}             # target -> lock type held
         win._lock_all = False
         win._started = win._exposed = None     # Start / Post epochs
+        win._pending = []           # (target, finish) not yet completed
         win._attrs = {}
         return win
 
@@ -216,6 +220,7 @@ class Win(bytearray, Attributes, HandleMixin):
         """Free the window (collective over its group), running the
         delete callbacks of its attributes."""
         self._drop_attrs(self._attr_store('Free'))
+        self._complete('Win.Free')
         self._barrier('Win.Free')
         self._shared = None
 
@@ -408,6 +413,7 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_RMA_SYNC, 'Win.Fence inside a passive '
                                'target epoch (Lock/Lock_all)')
         self._barrier('Win.Fence')
+        self._complete('Win.Fence')
         self._fence = not assertion & MODE_NOSUCCEED
         self._epoch += 1
 
@@ -491,6 +497,7 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_RMA_SYNC, 'Win.Unlock: rank {} is not '
                                'locked by this rank'.format(rank))
         lock_type, counted = held
+        self._complete('Win.Unlock', rank)
         if counted:
             self._release([rank], lock_type)
 
@@ -501,6 +508,7 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_RMA_SYNC, 'Win.Unlock_all without '
                                'Lock_all')
         counted = self._lock_all[1]
+        self._complete('Win.Unlock_all')
         self._lock_all = False
         if counted:
             self._release(range(len(shared.group)), LOCK_SHARED)
@@ -524,21 +532,26 @@ class Win(bytearray, Attributes, HandleMixin):
         self._in_passive_epoch('Flush')
         if rank != PROC_NULL:
             self._check_rank(rank, 'Flush')
+            self._complete('Win.Flush', rank)
         self._poll('Win.Flush')
 
     def Flush_all(self):
         """Complete the operations to every rank."""
         self._in_passive_epoch('Flush_all')
+        self._complete('Win.Flush_all')
         self._poll('Win.Flush_all')
 
     def Flush_local(self, rank):
         """Complete the operations to ``rank`` locally."""
         self._in_passive_epoch('Flush_local')
+        if rank != PROC_NULL:
+            self._complete('Win.Flush_local', rank)
         self._poll('Win.Flush_local')
 
     def Flush_local_all(self):
         """Complete every operation locally."""
         self._in_passive_epoch('Flush_local_all')
+        self._complete('Win.Flush_local_all')
         self._poll('Win.Flush_local_all')
 
     def Sync(self):
@@ -600,6 +613,7 @@ class Win(bytearray, Attributes, HandleMixin):
         targets = self._started
         if targets is None:
             raise MPIException(ERR_RMA_SYNC, 'Win.Complete without Start')
+        self._complete('Win.Complete')
         self._started = None
         world = shared.world
         with world.lock:
@@ -719,6 +733,50 @@ class Win(bytearray, Attributes, HandleMixin):
         with world.lock:
             world.version += 1
 
+    def _defer(self, op, target_rank, sent=(), results=()):
+        """Finish ``op`` when it completes (:meth:`_complete`): then
+        each array of ``sent`` (the origin, a compare value) must still
+        hold what it held at the call, and each ``(array, values)`` of
+        ``results`` (a Get's origin, a fetch's result) is written, as a
+        real MPI writes it only by then; the program must not have
+        written it meanwhile."""
+        record = self._record('Win.' + op, target_rank)
+        held = [(array, held_bytes(array), None) for array in sent
+                if array.size]
+        held += [(array, held_bytes(array), values)
+                 for array, values in results if array.size]
+
+        def finish(closing):
+            for array, before, values in held:
+                if not still_holds(array, before):
+                    raise BufferModifiedError(
+                        'rank {} wrote to the {} buffer of {} before {} '
+                        'completed it: MPI forbids touching it until then '
+                        '(a real MPI may {}); complete the operation '
+                        'first'.format(
+                            record.rank, 'origin' if values is None or
+                            op == 'Get' else 'result',
+                            record.describe(), closing,
+                            'transfer the old contents or the new'
+                            if values is None else
+                            'write the result over it at any time'))
+            for array, _, values in held:
+                if values is not None:
+                    array[...] = values
+        if held:
+            self._pending.append((target_rank, finish))
+
+    def _complete(self, closing, target_rank=None):
+        """Complete this rank's pending operations (to ``target_rank``,
+        or all), as ``closing`` (the call that ends them) does."""
+        done = [f for t, f in self._pending
+                if target_rank is None or t == target_rank]
+        if done:
+            self._pending = [(t, f) for t, f in self._pending
+                             if target_rank is not None and t != target_rank]
+            for finish in done:
+                finish(closing)
+
     def _touch(self, op, kind, target_rank, view, apply):
         """``apply()`` an operation to ``view`` under the window's mutex;
         in a fence epoch the access is noted, and an order-dependent
@@ -745,6 +803,7 @@ class Win(bytearray, Attributes, HandleMixin):
         def put():
             view[...] = buf.data[:view.size]
         self._touch('Put', 'put', target_rank, view, put)
+        self._defer('Put', target_rank, sent=[buf.data[:view.size]])
         self._changed()
 
     def Get(self, origin, target_rank, target=None):
@@ -757,9 +816,13 @@ class Win(bytearray, Attributes, HandleMixin):
                                'the origin\'s {}'.format(view.size,
                                                          buf.count))
 
-        def get():
-            buf.data[:view.size] = view
-        self._touch('Get', 'get', target_rank, view, get)
+        # Read now (the race check sees when), written to the origin
+        # when the operation completes, as a real MPI's lands by then.
+        read = []
+        self._touch('Get', 'get', target_rank, view,
+                    lambda: read.append(view.copy()))
+        self._defer('Get', target_rank,
+                    results=[(buf.data[:view.size], read[0])])
 
     def _apply(self, view, operand, op):
         if op == _NO_OP:
@@ -781,6 +844,7 @@ class Win(bytearray, Attributes, HandleMixin):
             return
         self._touch('Accumulate', _kind(op), target_rank, view,
                     lambda: self._apply(view, buf.data[:view.size], op))
+        self._defer('Accumulate', target_rank, sent=[buf.data[:view.size]])
         self._changed()
 
     def Get_accumulate(self, origin, result, target_rank, target=None,
@@ -798,12 +862,17 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_TYPE, 'Win.Get_accumulate: result '
                                'buffer does not hold {} {}'.format(
                                    view.size, view.dtype))
+        fetched = []
+
         def fetch_and_apply():
-            out.data[:view.size] = view
+            fetched.append(view.copy())
             if origin_data is not None:
                 self._apply(view, origin_data, op)
         self._touch('Get_accumulate', _kind(op), target_rank, view,
                     fetch_and_apply)
+        self._defer('Get_accumulate', target_rank,
+                    sent=[] if origin_data is None else [origin_data],
+                    results=[(out.data[:view.size], fetched[0])])
         if op != _NO_OP:
             self._changed()
 
@@ -817,12 +886,16 @@ class Win(bytearray, Attributes, HandleMixin):
             return
         out = _single(('origin', buf), ('result', result))[1]
 
+        fetched = []
+
         def fetch_and_apply():
-            out.data[:1] = view
+            fetched.append(view.copy())
             if op != _NO_OP:
                 self._apply(view, buf.data[:1], op)
         self._touch('Fetch_and_op', _kind(op), target_rank, view,
                     fetch_and_apply)
+        self._defer('Fetch_and_op', target_rank, sent=[buf.data[:1]],
+                    results=[(out.data[:1], fetched[0])])
         if op != _NO_OP:
             self._changed()
 
@@ -837,40 +910,50 @@ class Win(bytearray, Attributes, HandleMixin):
         _, expected, out = _single(('origin', buf), ('compare', compare),
                                    ('result', result))
 
+        fetched = []
+
         def compare_and_swap():
-            old = view[0].copy()
-            out.data[:1] = old
-            if old == expected.data[0]:
+            fetched.append(view[:1].copy())
+            if fetched[0][0] == expected.data[0]:
                 view[0] = buf.data[0]
         self._touch('Compare_and_swap', 'compare-and-swap', target_rank,
                     view, compare_and_swap)
+        self._defer('Compare_and_swap', target_rank,
+                    sent=[buf.data[:1], expected.data[:1]],
+                    results=[(out.data[:1], fetched[0])])
         self._changed()
 
     # Request-based operations complete at the call.
+    def _completed_now(self, op, call, *args):
+        self._in_passive_epoch(op)
+        pending = len(self._pending)
+        call(*args)
+        done, self._pending = (self._pending[pending:],
+                               self._pending[:pending])
+        for _, finish in done:
+            finish('Win.' + op)
+        return Request()
+
     def Rput(self, origin, target_rank, target=None):
         """Put, returning a completed request."""
-        self._in_passive_epoch('Rput')
-        self.Put(origin, target_rank, target)
-        return Request()
+        return self._completed_now('Rput', self.Put, origin, target_rank,
+                                   target)
 
     def Rget(self, origin, target_rank, target=None):
         """Get, returning a completed request."""
-        self._in_passive_epoch('Rget')
-        self.Get(origin, target_rank, target)
-        return Request()
+        return self._completed_now('Rget', self.Get, origin, target_rank,
+                                   target)
 
     def Raccumulate(self, origin, target_rank, target=None, op=None):
         """Accumulate, returning a completed request."""
-        self._in_passive_epoch('Raccumulate')
-        self.Accumulate(origin, target_rank, target, op)
-        return Request()
+        return self._completed_now('Raccumulate', self.Accumulate, origin,
+                                   target_rank, target, op)
 
     def Rget_accumulate(self, origin, result, target_rank, target=None,
                         op=None):
         """Get_accumulate, returning a completed request."""
-        self._in_passive_epoch('Rget_accumulate')
-        self.Get_accumulate(origin, result, target_rank, target, op)
-        return Request()
+        return self._completed_now('Rget_accumulate', self.Get_accumulate,
+                                   origin, result, target_rank, target, op)
 
 
 def _kind(op):

@@ -291,3 +291,93 @@ def test_order_dependent_accesses_in_one_fence_epoch_are_reported(second):
         {'put': 'Put', 'get': 'Get', 'accumulate': 'Accumulate'}[second]) \
         in message
     assert 'same {} byte(s)'.format(8 if second == 'get' else 4) in message
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_results_are_in_origin_buffers_once_their_epoch_ends(mpi_comm, MPI):
+    # Get, Get_accumulate, Fetch_and_op and Compare_and_swap write their
+    # origin/result buffers by the synchronisation that completes them
+    # (Fence, Unlock, Flush, an R-call's request); read them after it.
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    right = (rank + 1) % size
+    mem = np.arange(4, dtype='i') + 100 * rank
+    win = MPI.Win.Create(mem, mem.itemsize, comm=mpi_comm)
+    try:
+        got = np.zeros(4, dtype='i')
+        win.Fence()
+        win.Get(got, right)
+        win.Fence()
+        assert got.tolist() == [100 * right + i for i in range(4)]
+        mpi_comm.Barrier()
+        fetched, old, swapped = (np.zeros(1, dtype='i') for _ in range(3))
+        win.Lock(right, MPI.LOCK_SHARED)
+        win.Fetch_and_op(np.zeros(1, dtype='i'), fetched, right, 3,
+                         MPI.NO_OP)
+        win.Flush(right)
+        assert fetched.tolist() == [100 * right + 3]
+        win.Get_accumulate(np.zeros(2, dtype='i'), got[:2], right,
+                           (0, 2, MPI.INT), MPI.NO_OP)
+        win.Compare_and_swap(np.full(1, -5, dtype='i'),
+                             np.full(1, -1, dtype='i'), old, right, 1)
+        win.Unlock(right)
+        assert got[:2].tolist() == [100 * right, 100 * right + 1]
+        assert old.tolist() == [100 * right + 1]
+        win.Lock(right, MPI.LOCK_SHARED)
+        win.Rget(swapped, right, (2, 1, MPI.INT)).Wait()
+        assert swapped.tolist() == [100 * right + 2]
+        win.Unlock(right)
+    finally:
+        win.Free()
+
+
+@pytest.mark.simulator_only(
+    'MPI forbids touching these buffers before the operation completes '
+    'and Open MPI says nothing: a write goes out, or is overwritten, '
+    'by timing; only the simulator can name the call')
+@pytest.mark.parametrize('call', ['Put', 'Accumulate', 'Get',
+                                  'Fetch_and_op'])
+def test_a_buffer_written_before_its_operation_completes_is_reported(call):
+    import simulator
+    MPI = simulator.mpi
+
+    def body(comm):
+        mem = np.zeros(4, dtype='i')
+        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
+        mine = np.ones(4, dtype='i')
+        win.Fence()
+        if comm.rank == 0:
+            if call == 'Fetch_and_op':
+                win.Fetch_and_op(mine[:1], mine[1:2], 1, 0, MPI.SUM)
+            else:
+                getattr(win, call)(mine, 1)
+            mine[1] = 5         # before the Fence that completes it
+        win.Fence()
+        win.Free()
+    with pytest.raises(simulator.BufferModifiedError) as info:
+        simulator.run(body, 2)
+    message = str(info.value)
+    assert message.startswith('rank 0 wrote to the {} buffer of Win.{}('
+                              'peer=1, '.format(
+                                  'result' if call == 'Fetch_and_op'
+                                  else 'origin', call))
+    assert 'before Win.Fence completed it' in message
+
+
+@pytest.mark.simulator_only(
+    'reading it early is erroneous, and what Open MPI shows there depends '
+    'on its transport and timing (old contents or garbage)')
+def test_a_get_buffer_read_before_the_epoch_ends_still_holds_its_old_data():
+    import simulator
+    MPI = simulator.mpi
+
+    def body(comm):
+        mem = np.full(2, comm.rank + 1, dtype='i')
+        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
+        got = np.zeros(2, dtype='i')
+        win.Fence()
+        win.Get(got, (comm.rank + 1) % comm.size)
+        early = got.tolist()
+        win.Fence()
+        win.Free()
+        return early, got.tolist()
+    assert simulator.run(body, 2) == [([0, 0], [2, 2]), ([0, 0], [1, 1])]
