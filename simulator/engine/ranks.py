@@ -16,7 +16,8 @@ import numpy as np
 
 from simulator.engine import (actors, modules, process, reports,
                               shared_state)
-from simulator.errors import DeadlockError, UnmatchedMessageError
+from simulator.errors import (AbortError, DeadlockError,
+                              UnmatchedMessageError)
 
 __all__ = ['RankContext', 'run_ranks', 'start_job']
 
@@ -78,6 +79,10 @@ class RankContext:
         # What the program's os.getpid() answers: its main thread's id in
         # the kernel (set as it starts), unique as a process id is.
         self.pid = None
+        # The status its MPI aborts the job with as it exits (mpi4py's
+        # _set_abort_status, which `python -m mpi4py` calls on an
+        # uncaught exception); None: it finalizes.
+        self.abort_status = None
 
     @property
     def random(self):
@@ -112,10 +117,12 @@ def _rank_main(world, context, actor, main):
             context.result = main(context)
         except (actors.RankExit, KeyboardInterrupt):
             raise
-        except BaseException:
+        except BaseException as error:
             process.run_exit_handlers(context)
+            _abort_at_exit(context, error)
             raise
         process.run_exit_handlers(context)
+        _abort_at_exit(context, None)
         for check in world.end_checks:
             check(context.rank)
     except process.ProcessExit as stop:
@@ -135,6 +142,19 @@ def _rank_main(world, context, actor, main):
         world.finish(actor)
     finally:
         actors.leave()
+
+
+def _abort_at_exit(context, cause):
+    # After the atexit handlers, as mpi4py's finalizer runs after them.
+    status = context.abort_status
+    if status:
+        raise AbortError('rank {} aborted the job at exit with status {} '
+                         '(MPI_Abort, as mpi4py.run does after {})'.format(
+                             context.rank, status,
+                             'an uncaught ' + type(cause).__name__
+                             if cause is not None else
+                             'MPI._set_abort_status'),
+                         errorcode=status) from cause
 
 
 def run_ranks(world, main, timeout=None):

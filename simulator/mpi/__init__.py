@@ -154,6 +154,11 @@ def Finalize():
     _finalization.finalize()
 
 
+def _set_abort_status(status):
+    """mpi4py's hook for ``mpi4py.run``: abort with ``status`` at exit."""
+    _finalization.set_abort_status(status)
+
+
 def Is_initialized():
     """Whether MPI started in the calling rank (at import, unless
     ``mpi4py.rc.initialize`` is false, else at Init)."""

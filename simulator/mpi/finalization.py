@@ -13,7 +13,7 @@ from simulator.engine.actors import current
 from simulator.engine.trace import user_site
 from simulator.errors import FinalizedError
 
-__all__ = ['finalize', 'is_finalized', 'after_finalize']
+__all__ = ['finalize', 'is_finalized', 'after_finalize', 'set_abort_status']
 
 
 def finalize():
@@ -25,6 +25,15 @@ def finalize():
     if ctx.rank in world.finalized:
         raise after_finalize(world, ctx.rank, 'called Finalize again')
     world.finalized[ctx.rank] = user_site(2)
+
+
+def set_abort_status(status):
+    """At the calling rank's exit, abort the job with ``status`` (an int;
+    0 finalizes as usual), as mpi4py's finalizer calls ``MPI_Abort``
+    then; ``python -m mpi4py`` asks for it on an uncaught exception."""
+    ctx = current()
+    if ctx is not None:
+        ctx.abort_status = int(status)
 
 
 def is_finalized():

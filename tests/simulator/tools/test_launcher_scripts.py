@@ -168,6 +168,19 @@ def test_exit_status_is_mpiexecs(how):
         simulated.returncode, real.returncode, simulated.stderr[-2000:])
 
 
+@pytest.mark.parametrize('how', [
+    'exit-3', 'exit-3-while-others-wait', 'exit-message', 'exception',
+    'keyboard-interrupt', 'abort-7'])
+def test_exit_status_under_python_m_mpi4py_is_mpiexecs(how):
+    # mpi4py's runner aborts the job at an uncaught exception or a
+    # non-zero exit (MPI._set_abort_status), so the others stop too.
+    args = ('-m', 'mpi4py', _script('exits_as_asked.py'), how)
+    simulated = _simulate(2, *args)
+    real = _mpiexec(2, *args)
+    assert simulated.returncode == real.returncode, (
+        simulated.returncode, real.returncode, simulated.stderr[-2000:])
+
+
 def test_ranks_other_than_0_read_no_input_as_under_mpiexec():
     # mpiexec forwards its input to rank 0 only; the others read
     # /dev/null. (Rank 0 is not compared: Open MPI 5.0.11 never ended

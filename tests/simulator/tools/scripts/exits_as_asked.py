@@ -9,7 +9,7 @@ comm = MPI.COMM_WORLD
 how = sys.argv[1]
 rank = comm.Get_rank()
 if rank == 1:
-    if how == 'exit-3':
+    if how in ('exit-3', 'exit-3-while-others-wait'):
         sys.exit(3)
     if how == 'exit-300':
         sys.exit(300)           # a status is one byte: 44
@@ -29,6 +29,6 @@ if rank == 0:
         raise ValueError('deliberate')
     if how == 'keyboard-interrupt':
         raise KeyboardInterrupt
-if how == 'abort-7':
+if how in ('abort-7', 'exit-3-while-others-wait'):
     comm.Barrier()
 print('OUT rank={} done'.format(rank))
