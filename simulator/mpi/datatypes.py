@@ -34,6 +34,12 @@ _COMBINER_NAMES = {value: name for name, value in _C.items()
 _F90 = (_C['F90_INTEGER'], _C['F90_REAL'], _C['F90_COMPLEX'])
 
 
+def _dup_name(h):
+    """Open MPI's name for a duplicate of ``h``: 'Dup <name>' (cut to
+    fit MPI_MAX_OBJECT_NAME with its NUL): 'Dup MPI_INT', 'Dup Dup '."""
+    return ('Dup ' + h.name)[:VALUES['MAX_OBJECT_NAME'] - 1]
+
+
 class _Type:
     """What a datatype handle names (shared by every handle to it)."""
 
@@ -112,14 +118,32 @@ class Datatype(Attributes, HandleMixin):
         h = self._h
         return h is not None and (h.predefined or h.layout.dense())
 
-    def _element_size(self):
-        """Bytes of one basic element (what Status.Get_elements counts):
-        the base type's for a derived datatype of one predefined type."""
+    def _elements_in(self, nbytes):
+        """How many basic elements ``nbytes`` of this datatype's data
+        hold (what Status.Get_elements counts), or None when they end
+        inside one: the base type's count for a derived datatype of one
+        predefined type, a walk along the typemap for a struct mixing
+        several (two floats and three chars received whole are 5)."""
         h = self._t('Get_elements')
-        base = h.layout.base
-        if h.predefined or base is None or base._h is h:
-            return h.layout.size
-        return base._h.layout.size
+        layout = h.layout
+        base = layout.base
+        if h.predefined or base is not None:
+            size = layout.size if h.predefined or base._h is h else \
+                base._h.layout.size
+            if size == 0:
+                return 0
+            return None if nbytes % size else nbytes // size
+        sizes = layout.element_sizes()
+        if layout.size == 0:
+            return 0
+        whole, rest = divmod(nbytes, layout.size)
+        count = whole * len(sizes)
+        for size in sizes:
+            if rest <= 0:
+                break
+            rest -= size
+            count += 1
+        return None if rest else count
 
     # comparison, truth, pickling
     def __eq__(self, other):
@@ -222,7 +246,7 @@ class Datatype(Attributes, HandleMixin):
     def Dup(self):
         """A new handle to a copy of the datatype."""
         h = self._t('Dup')
-        dup = _Type(h.name if h.combiner == NAMED else '', h.layout,
+        dup = _Type(_dup_name(h), h.layout,
                     h.dtype, DUP, types=_retained([self]), params={},
                     code=h.code, typestr=h.typestr, typechar=h.typechar)
         dup.committed = h.committed
@@ -322,7 +346,7 @@ class Datatype(Attributes, HandleMixin):
                 params=None, layout=None):
         h = self._t('Create_' + _COMBINER_NAMES[combiner].lower())
         if layout is None:
-            layout = typemap.block_layout(
+            layout = typemap.struct_layout(
                 [(d, c, h.layout) for d, c in blocks])
         return Datatype._of(_Type(
             '', layout, _dtype_of(layout), combiner, ints, addrs,
@@ -479,10 +503,13 @@ class Datatype(Attributes, HandleMixin):
         """The datatype with bounds ``lb`` and ``lb + extent``."""
         lb, extent = int(lb), int(extent)
         h = self._t('Create_resized')
-        return self._derive(
+        new = self._derive(
             _C['RESIZED'], None,
             layout=typemap.resized(h.layout, lb, extent), addrs=[lb, extent],
             params={'lb': lb, 'extent': extent})
+        # Open MPI resizes a duplicate, and so names it as Dup does
+        new._h.name = _dup_name(h)
+        return new
 
     @classmethod
     def Get_value_index(cls, value, index):

@@ -25,15 +25,46 @@ def _elements(datatype, raw, where, writable):
                  packed=True)
 
 
+def _units(dtype, size):
+    """Sizes of the numbers one packed basic element of ``dtype`` holds
+    (a complex two halves, a pair type DOUBLE_INT its two fields)."""
+    if dtype is None:
+        return [1] * size
+    if dtype.fields:
+        fields = sorted(dtype.fields.values(), key=lambda f: f[1])
+        return [u for f in fields for u in _units(f[0], f[0].itemsize)]
+    if dtype.kind == 'c':
+        return [dtype.itemsize // 2] * 2
+    return [dtype.itemsize]
+
+
+def _swap_order(layout):
+    """Byte order of one packed element in external32 (a permutation of
+    its bytes): each number's bytes reversed, in typemap order."""
+    order, at = [], 0
+    for basic in layout.basic_layouts():
+        for unit in _units(getattr(basic.base, 'dtype', None), basic.size):
+            order += range(at + unit - 1, at - 1, -1)
+            at += unit
+    return np.array(order, dtype=np.int64)
+
+
 def _big_endian(data, datatype):
-    """``data`` (packed ``datatype`` elements) with each element's bytes
-    swapped: external32 is big-endian, this machine little-endian."""
-    itemsize = datatype.dtype.itemsize if datatype.dtype is not None else 1
-    if itemsize == 1 or datatype.dtype.fields or not np.little_endian:
+    """``data`` (packed ``datatype`` elements) with each number's bytes
+    swapped: external32 is big-endian, this machine little-endian. A
+    struct mixing types swaps each member by its own size, as does a
+    pair type (DOUBLE_INT)."""
+    size = datatype.Get_size()
+    if not np.little_endian or data.size == 0 or size == 0:
         return data
-    if datatype.dtype.kind == 'c':
-        itemsize //= 2
-    return data.reshape(-1, itemsize)[:, ::-1].reshape(-1).copy()
+    layout = datatype._t('Pack_external').layout
+    dtype = datatype.dtype
+    if layout.base is not None and dtype is not None and not dtype.fields:
+        # one basic type throughout: no need to list the typemap
+        unit = _units(dtype, dtype.itemsize)[0]
+        return data.reshape(-1, unit)[:, ::-1].reshape(-1).copy()
+    order = _swap_order(layout)
+    return data.reshape(-1, size)[:, order].reshape(-1).copy()
 
 
 def _pack(datatype, inbuf, outbuf, position, where, external=False):

@@ -146,12 +146,8 @@ class Status:
     def Get_elements(self, datatype):
         """Number of basic elements of ``datatype`` received."""
         _type_size(datatype, 'Get_elements')
-        size = datatype._element_size()
-        if size == 0:
-            return 0
-        if self.nbytes % size:
-            return UNDEFINED
-        return self.nbytes // size
+        count = datatype._elements_in(self.nbytes)
+        return UNDEFINED if count is None else count
 
     def Set_elements(self, datatype, count):
         """Record ``count`` elements of ``datatype`` (for Get_count)."""

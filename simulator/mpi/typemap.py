@@ -69,6 +69,21 @@ class Layout:
                     np.empty(0, np.int64)
         return self._index
 
+    def basic_layouts(self):
+        """The predefined layouts of one element's basic elements, in
+        typemap order (listed, so for mixed structs only)."""
+        if self._blocks is None:
+            return [self]
+        found = []
+        for _disp, count, child in self._blocks():
+            if count > 0 and child.size > 0:
+                found += child.basic_layouts() * count
+        return found
+
+    def element_sizes(self):
+        """Sizes of one element's basic elements, in typemap order."""
+        return [basic.size for basic in self.basic_layouts()]
+
     def byte_index(self, count):
         """Byte offsets of the data of ``count`` consecutive elements."""
         one = self.element_index()
@@ -97,21 +112,29 @@ def predefined(size, extent=None, true_extent=None, base=None, align=1):
 
 
 def _bounds(blocks):
-    """(lb, ub, true_lb, true_ub) of blocks [(displ, count, layout)]."""
+    """(lb, ub, true_lb, true_ub) of blocks [(displ, count, layout)].
+
+    Bounds set explicitly (resized, subarray, darray) are sticky, as
+    MPI defines them: where a member has them, the bounds are those of
+    such members alone (a struct of three shorts at 1 and a double
+    resized to (0, 8) at 7 has lb 7 and extent 8, not lb 1)."""
     lb = ub = tlb = tub = None
+    marked = any(child.explicit for _d, count, child in blocks
+                 if count > 0)
     for disp, count, child in blocks:
         if count <= 0:
             continue
         span = (count - 1) * child.extent
         lo, hi = min(0, span), max(0, span)
-        values = (disp + child.lb + lo, disp + child.ub + hi,
-                  disp + child.true_lb + lo, disp + child.true_ub + hi)
-        if lb is None:
-            lb, ub, tlb, tub = values
-        else:
-            lb, ub = min(lb, values[0]), max(ub, values[1])
-            tlb, tub = min(tlb, values[2]), max(tub, values[3])
-    if lb is None:
+        true = (disp + child.true_lb + lo, disp + child.true_ub + hi)
+        tlb = true[0] if tlb is None else min(tlb, true[0])
+        tub = true[1] if tub is None else max(tub, true[1])
+        if marked and not child.explicit:
+            continue
+        bounds = (disp + child.lb + lo, disp + child.ub + hi)
+        lb = bounds[0] if lb is None else min(lb, bounds[0])
+        ub = bounds[1] if ub is None else max(ub, bounds[1])
+    if tlb is None:
         return 0, 0, 0, 0
     return lb, ub, tlb, tub
 
@@ -138,7 +161,10 @@ def block_layout(blocks):
 
 def struct_layout(blocks):
     """block_layout with the extent padded to the members' alignment, as
-    a C compiler pads a struct (MPI's epsilon)."""
+    a C compiler pads a struct (MPI's epsilon). Open MPI pads every
+    constructor's extent so, not only a struct's: an hvector of three
+    ints 5 bytes apart has extent 16, not 14 (the byte-displacement
+    constructors are where it shows)."""
     lay = block_layout(blocks)
     if not lay.explicit and lay.align > 1:
         lay.ub += (-(lay.ub - lay.lb)) % lay.align

@@ -136,3 +136,111 @@ def test_mprobe_from_proc_null_gives_a_message_that_a_receive_uses_up(
     assert message == MPI.MESSAGE_NULL
     # The constant itself is untouched.
     assert MPI.MESSAGE_NO_PROC != MPI.MESSAGE_NULL
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_bounds_set_by_resized_are_sticky_in_a_struct(mpi_comm, MPI):
+    # Three shorts at 1 and a double resized to (0, 8) at 7: the struct's
+    # bounds are the resized member's alone (lb 7, extent 8), as MPI
+    # defines explicit bounds; the simulator took lb 1, extent 14.
+    double = MPI.DOUBLE.Create_resized(0, 8)
+    t = MPI.Datatype.Create_struct([3, 1], [1, 7], [MPI.SHORT, double])
+    assert t.Get_extent() == (7, 8)
+    assert t.Get_true_extent() == (1, 14)
+    u = MPI.Datatype.Create_struct(
+        [3, 2], [1, 20], [MPI.DOUBLE.Create_resized(0, 8),
+                          MPI.SHORT.Create_resized(-4, 40)])
+    assert u.Get_extent() == (1, 95)
+    assert u.Create_contiguous(2).Get_extent() == (1, 190)
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_byte_displacement_constructors_pad_the_extent(mpi_comm, MPI):
+    # Open MPI rounds every constructor's extent up to the widest
+    # alignment inside, as for a struct: three ints 5 bytes apart span
+    # 14 bytes but have extent 16 (the simulator said 14).
+    cases = [(MPI.INT.Create_hvector(3, 1, 5), (0, 16), (0, 14)),
+             (MPI.DOUBLE.Create_hvector(2, 1, 9), (0, 24), (0, 17)),
+             (MPI.INT.Create_hindexed([1, 1], [0, 5]), (0, 12), (0, 9)),
+             (MPI.INT.Create_hindexed_block(1, [0, 5]), (0, 12), (0, 9)),
+             (MPI.INT.Create_hindexed([2], [3]), (3, 8), (3, 8)),
+             # explicit bounds are never padded
+             (MPI.INT.Create_resized(0, 5).Create_contiguous(2), (0, 10),
+              (0, 9))]
+    for t, extent, true_extent in cases:
+        assert (t.Get_extent(), t.Get_true_extent()) == (extent,
+                                                         true_extent)
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_get_elements_counts_the_members_of_a_mixed_struct(mpi_comm, MPI):
+    # Two floats and three chars: 11 bytes received are 5 basic
+    # elements, 9 bytes 3; the simulator counted whole structs (1).
+    comm = MPI.COMM_SELF
+    t = MPI.Datatype.Create_struct([2, 3], [0, 8],
+                                   [MPI.FLOAT, MPI.SIGNED_CHAR])
+    t.Commit()
+    pair = t.Create_contiguous(2)
+    pair.Commit()
+    seen = []
+    for n in (11, 22, 9, 4, 3, 12):
+        recv = np.zeros(64, 'u1')
+        status = MPI.Status()
+        comm.Sendrecv([np.arange(n, dtype='u1'), n, MPI.BYTE], 0, 0,
+                      [recv, 2, t], 0, 0, status=status)
+        seen.append((status.Get_count(t), status.Get_elements(t),
+                     status.Get_elements(pair)))
+    u = MPI.UNDEFINED
+    assert seen == [(1, 5, 5), (2, 10, 10), (u, 3, 3), (u, 1, 1),
+                    (u, u, u), (u, u, u)]
+    pair.Free()
+    t.Free()
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_dup_and_resized_are_named_after_their_parent(mpi_comm, MPI):
+    # Open MPI names a duplicate 'Dup <name>', and Create_resized
+    # resizes a duplicate; the simulator left both unnamed.
+    assert MPI.INT.Dup().Get_name() == 'Dup MPI_INT'
+    assert MPI.INT.Dup().Dup().Get_name() == 'Dup Dup MPI_INT'
+    assert MPI.LONG.Create_resized(-3, 18).Get_name() == 'Dup MPI_LONG'
+    t = MPI.INT.Create_contiguous(2)
+    assert t.Dup().Get_name() == 'Dup '
+    t.Set_name('foo')
+    assert t.Create_resized(0, 4).Get_name() == 'Dup foo'
+    assert t.Create_contiguous(1).Get_name() == ''
+    deep = MPI.FLOAT
+    for _ in range(18):
+        deep = deep.Dup()
+    assert deep.Get_name() == 'Dup ' * 15 + 'Dup'
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_pack_external_swaps_each_member_of_a_mixed_struct(mpi_comm, MPI):
+    # external32 is big-endian: each int, int64, complex half and pair
+    # field is byte-swapped by its own size (the simulator left mixed
+    # structs and pair types as they were).
+    t = MPI.Datatype.Create_struct(
+        [1, 1, 1], [0, 8, 16], [MPI.INT.Create_contiguous(2), MPI.INT64_T,
+                                MPI.C_FLOAT_COMPLEX])
+    t.Commit()
+    pair = MPI.Datatype.Create_struct([1, 2], [0, 16],
+                                      [MPI.DOUBLE_INT, MPI.SHORT])
+    pair.Commit()
+    got = []
+    for x in (t, pair):
+        extent = x.Get_extent()[1]
+        data = (np.arange(extent) % 251).astype('u1')
+        out = np.zeros(x.Pack_external_size('external32', 1), 'u1')
+        assert x.Pack_external('external32', data, out, 0) == out.size
+        back = np.zeros(extent, 'u1')
+        x.Unpack_external('external32', out, 0, back)
+        got.append(out.tobytes().hex())
+        mask = np.zeros(extent, bool)
+        mask[[i for i in range(extent) if x is t or i < 12 or
+              16 <= i < 20]] = True
+        assert (back[mask] == data[mask]).all()
+    assert got == ['03020100070605040f0e0d0c0b0a09081312111017161514',
+                   '07060504030201000b0a090811101312']
+    pair.Free()
+    t.Free()
