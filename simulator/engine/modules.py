@@ -15,6 +15,7 @@ proxy, so the sender and the receiver each find their own copy, as
 separate processes would. Modules imported before the run, outside any
 rank, stay shared (they were not imported by the program's ranks).
 """
+import importlib.machinery
 import importlib.util
 from importlib import _bootstrap
 import os
@@ -32,7 +33,10 @@ __all__ = ['RankModule', 'private_modules', 'register_private_module',
 
 _lock = threading.Lock()
 _depth = 0
-_forced = set()
+# runpy: a process's changes to it are its own (mpi4py.futures swaps its
+# _TempModule to run the main script in a worker).
+_forced = {'runpy'}
+_stashed = {}           # forced modules imported before the run began
 _outside = {}           # copies used outside any rank (after a run...)
 _busy = threading.local()
 _INSTALLED = tuple(sorted({os.path.join(os.path.abspath(p), '') for p in (
@@ -180,6 +184,10 @@ class _Finder:
         spec = find_spec_without(self, fullname, path, target)
         if spec is None:
             return None
+        if spec.origin == 'frozen' and _forced_name(fullname):
+            # Python 3.11 freezes runpy: a copy per rank runs its source.
+            spec = importlib.machinery.PathFinder.find_spec(
+                fullname, path) or spec
         origin = spec.origin
         if not spec.has_location or spec.loader is None or \
                 not runs_per_rank(fullname, origin):
@@ -208,6 +216,13 @@ class private_modules:    # used like contextlib's helpers
             if _depth == 1:
                 private_modules._finder = _Finder()
                 sys.meta_path.insert(0, private_modules._finder)
+                # Imported already (python -m imports runpy): set aside,
+                # so that a rank's import makes its own.
+                for name in _forced:
+                    module = sys.modules.get(name)
+                    if module is not None and \
+                            not isinstance(module, RankModule):
+                        _stashed[name] = sys.modules.pop(name)
         return self
 
     def __exit__(self, *exc):
@@ -218,4 +233,6 @@ class private_modules:    # used like contextlib's helpers
                 sys.meta_path.remove(private_modules._finder)
                 private_modules._finder = None
                 _outside.clear()
+                sys.modules.update(_stashed)
+                _stashed.clear()
         return False

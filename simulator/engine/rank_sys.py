@@ -19,8 +19,12 @@ The import system reads ``sys.path`` as an attribute (importlib's
 stays the process's: ``sys.modules`` (a module that another rank has
 imported is found there, whatever this rank's path says; the user's own
 modules are still executed once per rank, see
-:mod:`simulator.engine.modules`), ``sys.meta_path``, ``sys.path_hooks``
-and ``sys.path_importer_cache`` (libraries install their hooks there).
+:mod:`simulator.engine.modules`) but for the program a process runs:
+``'__main__'`` and the names of its kind (``'__mp_main__'``, mpi4py.futures'
+``'__worker__'``) a rank assigns there are its own (runpy's ``run_path``
+swaps ``__main__`` while it runs a script); ``sys.meta_path``,
+``sys.path_hooks`` and ``sys.path_importer_cache`` (libraries install
+their hooks there).
 
 ``sys.excepthook`` is a process's too: a library that installs its own
 (an MPI abort hook) and later asks whether it is still installed must
@@ -31,7 +35,7 @@ import types
 
 from simulator.engine.patches import module_class
 
-__all__ = ['RankSys', 'install', 'rank_setter']
+__all__ = ['RankSys', 'install', 'rank_setter', 'rank_module']
 
 STREAMS = ('stdin', 'stdout', 'stderr')
 # What a rank's sys.__stdout__ is (the streams its process started with).
@@ -136,6 +140,207 @@ def _get_excepthook(module):
     return _sys_dict()['excepthook']
 
 
+_DELETED = object()     # a main-like name the rank deleted
+_slots = {}             # the _RankSlot put in the process's sys.modules
+
+
+def _main_like(key):
+    # '__main__' and its kind: the program a process runs, one per process
+    return isinstance(key, str) and len(key) > 4 and \
+        key.startswith('__') and key.endswith('__')
+
+
+def _overrides(create=False):
+    own = _own()
+    if own is None:
+        return None
+    table = own.get('modules')
+    if table is None and create:
+        table = own['modules'] = {}
+    return table
+
+
+def rank_module(name):
+    """The module the calling rank itself put at ``sys.modules[name]``
+    (the script runpy runs as ``'__main__'``), or None."""
+    table = _overrides()
+    found = table.get(name) if table else None
+    return None if found is _DELETED else found
+
+
+@module_class
+class _RankSlot(types.ModuleType):
+    # The process's sys.modules[name] for a main-like name ranks set (a
+    # comment: a docstring would answer for the module's own __doc__):
+    # C code (pickle) reads it there and gets the calling rank's module.
+
+    def __init__(self, name):
+        super().__init__(name)
+        own = types.ModuleType.__dict__['__dict__'].__get__(self)
+        for key in ('__doc__', '__package__', '__loader__', '__spec__'):
+            del own[key]
+
+    def __getattr__(self, name):
+        module = rank_module(types.ModuleType.__getattribute__(
+            self, '__name__'))
+        if module is None:
+            raise AttributeError(name)
+        return getattr(module, name)
+
+
+class _RankModules(dict):
+    """``sys.modules`` as a rank's Python code sees it (importlib's
+    included): the process's dict, but for the main-like names a rank
+    assigns or deletes, which are the rank's own. Its own storage stays
+    empty: every method answers from the process's dict and the rank's
+    names (C code reads the process's dict itself)."""
+
+    __slots__ = ()
+    __hash__ = None
+
+    @staticmethod
+    def _real():
+        return _sys_dict()['modules']
+
+    def _merged(self):
+        table, real = _overrides(), self._real()
+        if not table and not _slots:
+            return real
+        merged = {k: v for k, v in real.items()
+                  if not isinstance(v, _RankSlot)}
+        for key, value in (table or {}).items():
+            if value is _DELETED:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        return merged
+
+    def __getitem__(self, key):
+        table = _overrides()
+        if table and key in table:
+            if table[key] is _DELETED:
+                raise KeyError(key)
+            return table[key]
+        value = self._real()[key]
+        if isinstance(value, _RankSlot):
+            raise KeyError(key)     # other ranks' name, not this one's
+        return value
+
+    def __setitem__(self, key, value):
+        real = self._real()
+        table = _overrides(create=_main_like(key))
+        if table is None or not _main_like(key):
+            real[key] = value
+        elif key in real and value is real[key]:
+            table.pop(key, None)    # put back: the process's again
+        else:
+            table[key] = value
+            if key not in real:
+                real[key] = _slots[key] = _RankSlot(key)
+
+    def __delitem__(self, key):
+        table = _overrides(create=_main_like(key))
+        if table is None or not _main_like(key):
+            del self._real()[key]
+        elif key not in self:
+            raise KeyError(key)
+        elif key in self._real():
+            table[key] = _DELETED
+        else:
+            del table[key]
+
+    def __contains__(self, key):
+        table = _overrides()
+        if table and key in table:
+            return table[key] is not _DELETED
+        return not isinstance(self._real().get(key, _RankSlot),
+                              (_RankSlot, type))
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key, *default):
+        if key in self:
+            value = self[key]
+            del self[key]
+            return value
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def update(self, *args, **kwargs):
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __or__(self, other):
+        return dict(self._merged()) | other
+
+    def __ror__(self, other):
+        return other | dict(self._merged())
+
+    def popitem(self):
+        return self._real().popitem()
+
+    def clear(self):
+        self._real().clear()
+
+    def copy(self):
+        return dict(self._merged())
+
+    def keys(self):
+        return self._merged().keys()
+
+    def values(self):
+        return self._merged().values()
+
+    def items(self):
+        return self._merged().items()
+
+    def __iter__(self):
+        return iter(self._merged())
+
+    def __reversed__(self):
+        return reversed(self._merged())
+
+    def __len__(self):
+        return len(self._merged())
+
+    def __eq__(self, other):
+        return self._merged() == other
+
+    def __ne__(self, other):
+        return self._merged() != other
+
+    def __repr__(self):
+        return repr(self._merged())
+
+    def __reduce__(self):
+        return dict, (dict(self._merged()),)
+
+
+_RANK_MODULES = _RankModules()
+
+
+def _get_modules(module):
+    return _sys_dict()['modules'] if _own() is None else _RANK_MODULES
+
+
+def _set_modules(module, value):
+    _sys_dict()['modules'] = value      # the process's (none does this)
+
+
 @module_class
 class RankSys(types.ModuleType):
     """Base of ``sys``'s class while worlds run: the standard streams (and
@@ -143,6 +348,7 @@ class RankSys(types.ModuleType):
 
     path = property(_get_path, _setter('path'))
     excepthook = property(_get_excepthook, _setter('excepthook'))
+    modules = property(_get_modules, _set_modules)
 
 
 for _name in STREAMS:
@@ -189,5 +395,10 @@ def install(process_state):
     def undo():
         for name in STREAMS:
             namespace[name] = _shared.pop(name)
+        modules = namespace['modules']
+        for name, slot in _slots.items():
+            if modules.get(name) is slot:
+                del modules[name]
+        _slots.clear()
         _process_state[0] = lambda: None
     return undo

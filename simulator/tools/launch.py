@@ -22,6 +22,7 @@ from simulator.engine.actors import current
 from simulator.engine.clock import patch_time
 from simulator.engine.patches import module_class
 from simulator.engine.program import command_code, load_code
+from simulator.engine.rank_sys import rank_module
 from simulator.engine.ranks import run_ranks
 from simulator.engine.schedule import Schedule
 from simulator.engine.world import World
@@ -352,6 +353,11 @@ _MISSING = object()
 
 
 def _rank_namespace():
+    # The script runpy runs in the rank (mpi4py.futures, python -m
+    # mpi4py) while it runs, else the rank's own script.
+    swapped = rank_module('__main__')
+    if swapped is not None and current() is not None:
+        return types.ModuleType.__dict__['__dict__'].__get__(swapped)
     return getattr(current(), 'main_namespace', None)
 
 

@@ -101,4 +101,5 @@ def make_package():
             _kept.setdefault('abi', abi)
     package.MPI = mpi
     register_private_module('mpi4py.util')
+    register_private_module('mpi4py.futures')
     return package

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import warnings
 import sys
+import types
 import threading
 import time
 import traceback
@@ -648,3 +649,24 @@ def test_a_log_records_process_id_is_the_ranks(mpi_comm):
                                None, None)
     assert record.process == os.getpid()
     assert len(set(mpi_comm.allgather(record.process))) == mpi_comm.size
+
+
+@pytest.mark.mpi(sizes=(1, 3))
+def test_the_program_a_rank_puts_in_sys_modules_is_its_own(mpi_comm):
+    # runpy and mpi4py.futures' workers swap in the program a process
+    # runs ('__main__', '__worker__'...); pickle finds its classes there.
+    import pickle
+    module = types.ModuleType('__worker__')
+    exec('class Thing:\n    pass\n', vars(module))
+    sys.modules['__worker__'] = module
+    try:
+        mpi_comm.Barrier()          # every rank has put its own
+        assert sys.modules['__worker__'] is module
+        assert '__worker__' in sys.modules
+        thing = pickle.loads(pickle.dumps(module.Thing()))
+        assert type(thing) is module.Thing
+        mpi_comm.Barrier()
+    finally:
+        del sys.modules['__worker__']
+    assert '__worker__' not in sys.modules
+    assert sys.modules.get('__worker__') is None

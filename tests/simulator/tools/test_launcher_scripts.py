@@ -181,6 +181,19 @@ def test_exit_status_under_python_m_mpi4py_is_mpiexecs(how):
         simulated.returncode, real.returncode, simulated.stderr[-2000:])
 
 
+@pytest.mark.parametrize('size,runner', [(3, ('-m', 'mpi4py.futures')),
+                                         (1, ())])
+def test_mpi4py_futures_pool_runs_script_tasks_as_under_mpiexec(size,
+                                                                runner):
+    # Workers (other ranks, or spawned ones) each run the script as their
+    # __main__: a rank's sys.modules['__main__'], and runpy, its own.
+    args = runner + (_script('futures_pool.py'),)
+    found = _simulated_payloads(size, *args)
+    assert [p for _, p in found] == [
+        'OUT squares=[0, 1, 4, 9, 16, 25, 36, 49] class=__main__']
+    _assert_same_under_mpiexec(found, size, *args)
+
+
 def test_ranks_other_than_0_read_no_input_as_under_mpiexec():
     # mpiexec forwards its input to rank 0 only; the others read
     # /dev/null. (Rank 0 is not compared: Open MPI 5.0.11 never ended
