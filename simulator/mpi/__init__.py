@@ -4,6 +4,12 @@ Use it like ``mpi4py.MPI``: ``COMM_WORLD`` resolves to the calling rank's
 world communicator (inside :func:`simulator.run` or ``python -m
 simulator``). Constants, datatypes, ops, ``Request``, ``Status`` and
 ``Exception`` behave as in mpi4py.
+
+``__all__`` is the part of mpi4py's ``MPI`` namespace implemented here,
+and only that: a program importing ``mpi4py.MPI`` gets a module holding
+exactly these names (:func:`simulator.tools.standin.program_module`),
+not this package's submodules and helpers, which the simulator's own
+code imports from here as before.
 """
 import time
 
@@ -12,7 +18,7 @@ import numpy as np
 from simulator.engine.actors import current, current_actor
 from simulator.engine.process import OPEN_MPI_VERSION
 from simulator.engine.ranks import host_name
-from simulator.engine.communicator import CommState
+from simulator.engine.communicator import CommState  # noqa: F401
 from simulator.mpi import constants as _constants
 from simulator.mpi import commattr as _commattr
 from simulator.mpi.comm import (COMM_NULL, COMM_SELF, COMM_WORLD, Comm,
@@ -28,6 +34,7 @@ from simulator.mpi.commctx import (_comm_lock, _comm_lock_table,
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
                                      Compute_dims, Datatype, from_dtype)
+from simulator.mpi.docstrings import shape as _shape_docstrings
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.memory import Aint_add, Aint_diff, buffer
 from simulator.mpi.cobjects import addressof as _addressof
@@ -56,7 +63,8 @@ from simulator.mpi.session import Session as _Session
 from simulator.mpi.typecode import _typealign, _typecode
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
-from simulator.mpi.unsupported import NotSimulated, mpi41_missing
+from simulator.mpi.unsupported import (NotSimulated,  # noqa: F401
+                                       mpi41_missing)
 from simulator.mpi.values import VALUES as _VALUES
 from simulator.mpi.win import WIN_NULL
 from simulator.mpi.win import Win as _Win
@@ -67,10 +75,10 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'DATATYPE_NULL', 'Get_processor_name', 'Wtime',
             'Wtick', 'Init', 'Init_thread', 'Finalize', 'Is_initialized',
             'Is_finalized', 'Query_thread', 'Is_thread_main', 'Get_version',
-            'Get_library_version', 'CommState', 'VERSION', 'SUBVERSION',
+            'Get_library_version', 'VERSION', 'SUBVERSION',
             'MAX_PROCESSOR_NAME', 'Info', 'INFO_NULL', 'Errhandler',
             'ERRORS_RETURN', 'ERRORS_ARE_FATAL', 'ERRORS_ABORT',
-            'ERRHANDLER_NULL', 'get_vendor', 'NotSimulated', 'WIN_NULL',
+            'ERRHANDLER_NULL', 'get_vendor', 'WIN_NULL',
             'File', 'FILE_NULL', 'SESSION_NULL', 'Pcontrol', 'Get_error_class',
             'Get_error_string', 'Add_error_class', 'Add_error_code',
             'Add_error_string', 'INFO_ENV', 'KEYVAL_INVALID', 'TAG_UB',
@@ -86,7 +94,8 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             '_typealign', 'Topocomm', 'Cartcomm', 'Graphcomm',
             'Distgraphcomm', 'Get_abi_version', 'Get_abi_info',
             'Get_abi_fortran_info', 'Open_port', 'Close_port',
-            'Publish_name', 'Unpublish_name', 'Lookup_name']
+            'Publish_name', 'Unpublish_name', 'Lookup_name', '_typedict',
+            '_set_abort_status']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
@@ -155,7 +164,7 @@ def Finalize():
 
 
 def _set_abort_status(status):
-    """mpi4py's hook for ``mpi4py.run``: abort with ``status`` at exit."""
+    """Abort with ``status`` at exit (mpi4py's hook for ``mpi4py.run``)."""
     _finalization.set_abort_status(status)
 
 
@@ -194,7 +203,7 @@ def Get_library_version():
 
 
 def get_vendor():
-    """("Open MPI", (5, 0, 11)): the simulator reproduces that library's
+    """Return ("Open MPI", (5, 0, 11)): the simulator reproduces that library's
     semantics (reduction orders, error classes, constants), so code that
     branches on the vendor takes the branch it would take on the cluster."""
     return 'Open MPI', OPEN_MPI_VERSION
@@ -208,7 +217,7 @@ def Pcontrol(level):
 
 
 def Alloc_mem(size, info=None):
-    """``size`` bytes of memory (an ``MPI.buffer``, as mpi4py's)."""
+    """Allocate ``size`` bytes of memory (an ``MPI.buffer``, as mpi4py's)."""
     if not isinstance(size, int) or size < 0:
         raise _constants.Exception(_constants.ERR_ARG, 'Alloc_mem size '
                                    '{!r} must be an int >= 0'.format(size))
@@ -281,8 +290,6 @@ def Get_address(location):
 
 
 
-# The name the module answers to, as the mpi4py.MPI it stands for: a
-# missing attribute is "module 'mpi4py.MPI' has no attribute ..." (with
-# Python's "Did you mean"), and MPI.__name__ is mpi4py's. Classes and
-# functions above keep their __module__, so pickles still find them.
-__name__ = 'mpi4py.MPI'  # noqa: A001
+# Every function, method, property and class of the API documented in
+# mpi4py's shape (a signature line, then our text).
+_shape_docstrings({name: globals()[name] for name in __all__})

@@ -27,7 +27,7 @@ def _size(name):
 
 
 def Get_abi_version():
-    """(-1, -1): Open MPI 5.0 implements no standard MPI ABI."""
+    """Return (-1, -1): Open MPI 5.0 implements no standard MPI ABI."""
     return (-1, -1)
 
 

@@ -26,14 +26,14 @@ def _kind(arg, what):
 
 
 def sizeof(arg):
-    """``MPI._sizeof``: bytes of the C object behind a handle object or
+    """As ``MPI._sizeof``: bytes of the C object behind a handle object or
     type, as over Open MPI: an MPI_Status is 24 bytes, handles are
     pointers."""
     return status_nbytes() if _kind(arg, '_sizeof') is Status else 8
 
 
 def addressof(arg):
-    """``MPI._addressof``: where the handle lives: a Status's memory, or
+    """As ``MPI._addressof``: where the handle lives: a Status's memory, or
     the Python object that holds the handle (no C handle exists here)."""
     if isinstance(arg, type) or _kind(arg, '_addressof') is not Status:
         _kind(arg, '_addressof')
@@ -42,7 +42,7 @@ def addressof(arg):
 
 
 def handleof(arg):
-    """``MPI._handleof``: the int handle (a Status's address)."""
+    """As ``MPI._handleof``: the int handle (a Status's address)."""
     if isinstance(arg, type) or _kind(arg, '_handleof') is Status:
         return addressof(arg)
     return arg.handle

@@ -817,8 +817,8 @@ class Collectives:
                 pickling.loads(a[s.rank]) for a in slot.args])
 
     def allreduce(self, sendobj, op=SUM):
-        """``op`` over every rank's object (mpi4py's binomial tree, lower
-        ranks on the left); all ranks get it."""
+        """Reduce every rank's object with ``op`` (mpi4py's binomial tree,
+        lower ranks on the left); all ranks get it."""
         op = _check_op(op)
         return _run(self, 'allreduce', (('op', op.name),),
                     pickling.dumps(sendobj),
@@ -826,7 +826,8 @@ class Collectives:
                     combine=_reduce_objects(op))
 
     def reduce(self, sendobj, op=SUM, root=0):
-        """``op`` over every rank's object at ``root``; None elsewhere."""
+        """Reduce every rank's object with ``op`` at ``root``; None
+        elsewhere."""
         op = _check_op(op)
         root = self._root(root)
         return _run(self, 'reduce', (('op', op.name), ('root', root)),

@@ -71,7 +71,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         return self
 
     def __init__(self, comm=None):
-        """``__new__`` set the handle (subclasses check its kind here)."""
+        """Nothing more: ``__new__`` set the handle (subclasses check its
+        kind here)."""
 
     @classmethod
     def _made(cls, state):
@@ -226,7 +227,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         self._state = None
 
     def free(self):
-        """``Free`` unless null; a handle to COMM_WORLD or COMM_SELF is
+        """Call ``Free`` unless null; a handle to COMM_WORLD or COMM_SELF is
         only cleared, and the constants stay (mpi4py's)."""
         s = self._state
         if s is None or _rank_local(self):
@@ -511,7 +512,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
 
 
 class Intracomm(TopologyConstructors, Comm):
-    """mpi4py's intracommunicator type."""
+    """The intracommunicator type of mpi4py."""
 
     __module__ = 'simulator.mpi'
 
@@ -571,7 +572,8 @@ class Intracomm(TopologyConstructors, Comm):
 
 
 class Intercomm(InterOps, Comm):
-    """mpi4py's intercommunicator type (:mod:`simulator.mpi.intercomm`)."""
+    """The intercommunicator type of mpi4py
+    (:mod:`simulator.mpi.intercomm`)."""
 
     __module__ = 'simulator.mpi'
 

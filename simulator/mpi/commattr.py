@@ -70,7 +70,7 @@ for _number, _handler in ((1, _FATAL), (2, _RETURN), (3, _ABORT)):
 
 
 class Errhandler(HandleMixin):
-    """``MPI.Errhandler``: a handle to an error handler."""
+    """The ``MPI.Errhandler`` type: a handle to an error handler."""
 
     __module__ = 'simulator.mpi'
 
@@ -98,7 +98,7 @@ class Errhandler(HandleMixin):
             self._h = None
 
     def free(self):
-        """``Free`` if not null."""
+        """Call ``Free`` if not null."""
         if self._h is not None:
             self.Free()
 
@@ -187,7 +187,7 @@ _CONSTANTS = {'ERRHANDLER_NULL': ERRHANDLER_NULL,
 
 # -- info -------------------------------------------------------------------
 class Info(HandleMixin):
-    """``MPI.Info``: string hints (kept, never acted upon here)."""
+    """The ``MPI.Info`` type: string hints (kept, never acted upon here)."""
 
     __module__ = 'simulator.mpi'
 
@@ -245,7 +245,7 @@ class Info(HandleMixin):
         self._d = None
 
     def free(self):
-        """``Free`` if not null."""
+        """Call ``Free`` if not null."""
         if self._d is not None:
             self.Free()
 
@@ -363,7 +363,7 @@ class Info(HandleMixin):
         return list((self._d or {}).values())
 
     def items(self):
-        """(key, value) pairs."""
+        """Return (key, value) pairs."""
         return list((self._d or {}).items())
 
     def update(self, other=(), **kwds):
@@ -391,7 +391,7 @@ class Info(HandleMixin):
         return self._d.popitem()
 
     def copy(self):
-        """``Dup`` (a null handle for INFO_NULL)."""
+        """Duplicate, as ``Dup`` (a null handle for INFO_NULL)."""
         return type(self)() if self._d is None else self.Dup()
 
     def clear(self):

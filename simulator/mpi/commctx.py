@@ -76,7 +76,7 @@ def _context(comm):
 
 
 def _commctx_intra(comm):
-    """(duplicate of ``comm``, next tag): the duplicate is made by the
+    """Return (duplicate of ``comm``, next tag): the duplicate is made by the
     first call on each communicator, collectively (every rank of ``comm``
     makes its first call in the same order, as with mpi4py)."""
     if comm.Is_inter():
@@ -87,7 +87,7 @@ def _commctx_intra(comm):
 
 
 def _commctx_inter(comm):
-    """(duplicate of the intercommunicator ``comm``, next tag, an
+    """Return (duplicate of the intercommunicator ``comm``, next tag, an
     intracommunicator over the local group, whether this group is the
     "low" one): made collectively by the first call on ``comm``, as
     mpi4py does (Merge with the larger group high, then Create)."""

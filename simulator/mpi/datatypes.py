@@ -109,6 +109,7 @@ class Datatype(Attributes, HandleMixin):
 
     @property
     def layout(self):
+        """The typemap the simulator moves data by (simulator only)."""
         return self._t('layout').layout
 
     @property
@@ -189,22 +190,29 @@ class Datatype(Attributes, HandleMixin):
         return self._t('Get_size').layout.size
 
     def Get_extent(self):
-        """(lower bound, extent) in bytes."""
+        """Return (lower bound, extent) in bytes."""
         lay = self._t('Get_extent').layout
         return lay.lb, lay.extent
 
     def Get_true_extent(self):
-        """(true lower bound, true extent): the bytes really touched."""
+        """Return (true lower bound, true extent): the bytes really touched."""
         lay = self._t('Get_true_extent').layout
         return lay.true_lb, lay.true_ub - lay.true_lb
 
     size = property(Get_size)
-    extent = property(lambda self: self.Get_extent()[1])
-    lb = property(lambda self: self.Get_extent()[0])
-    ub = property(lambda self: sum(self.Get_extent()))
-    true_extent = property(lambda self: self.Get_true_extent()[1])
-    true_lb = property(lambda self: self.Get_true_extent()[0])
-    true_ub = property(lambda self: sum(self.Get_true_extent()))
+    extent = property(lambda self: self.Get_extent()[1],
+                      doc='Extent in bytes (stride between two elements).')
+    lb = property(lambda self: self.Get_extent()[0],
+                  doc='Lower bound in bytes.')
+    ub = property(lambda self: sum(self.Get_extent()),
+                  doc='Upper bound in bytes (lower bound plus extent).')
+    true_extent = property(lambda self: self.Get_true_extent()[1],
+                           doc='Bytes from the first byte touched to the '
+                               'last one, inclusive.')
+    true_lb = property(lambda self: self.Get_true_extent()[0],
+                       doc='Offset of the first byte touched.')
+    true_ub = property(lambda self: sum(self.Get_true_extent()),
+                       doc='Offset just past the last byte touched.')
 
     def Get_name(self):
         """The name, e.g. ``MPI_FLOAT`` ('' for unnamed derived types)."""
@@ -258,7 +266,7 @@ class Datatype(Attributes, HandleMixin):
 
     # envelope and contents
     def Get_envelope(self):
-        """(integers, addresses, large counts, datatypes, combiner)."""
+        """Return (integers, addresses, large counts, datatypes, combiner)."""
         h = self._t('Get_envelope')
         return len(h.ints), len(h.addrs), 0, len(h.types), h.combiner
 
@@ -274,8 +282,10 @@ class Datatype(Attributes, HandleMixin):
 
     envelope = property(Get_envelope)
     contents = property(Get_contents)
-    combiner = property(lambda self: self.Get_envelope()[-1])
-    is_named = property(lambda self: self.combiner == NAMED)
+    combiner = property(lambda self: self.Get_envelope()[-1],
+                        doc='The constructor that made it (COMBINER_...).')
+    is_named = property(lambda self: self.combiner == NAMED,
+                        doc='Whether it is a predefined, named datatype.')
 
     def check_committed(self, where):
         """MPI_ERR_TYPE, naming ``where``, unless the datatype may be
@@ -292,7 +302,7 @@ class Datatype(Attributes, HandleMixin):
         return self._h is None or self._t('is_predefined').predefined
 
     def decode(self):
-        """(base datatype, combiner name, keyword arguments) that
+        """Return (base datatype, combiner name, keyword arguments) that
         rebuild the datatype."""
         h = self._t('decode')
         if h.combiner == NAMED:
@@ -310,7 +320,7 @@ class Datatype(Attributes, HandleMixin):
 
     # type codes
     def tocode(self):
-        """mpi4py's character code or type string of the datatype."""
+        """The mpi4py character code or type string of the datatype."""
         h = self._h
         if h is None or h.code is None:
             raise ValueError('cannot map to character code or type string')
@@ -353,7 +363,7 @@ class Datatype(Attributes, HandleMixin):
             _retained([self]), params))
 
     def Create_contiguous(self, count):
-        """``count`` elements in a row."""
+        """A datatype of ``count`` elements in a row."""
         count = _count(count, 'count')
         if count > typemap.INT_MAX:
             # An MPI 3.1 library has no large counts: mpi4py builds the
@@ -368,7 +378,8 @@ class Datatype(Attributes, HandleMixin):
                             params={'count': count})
 
     def Create_vector(self, count, blocklength, stride):
-        """``count`` blocks of ``blocklength``, ``stride`` elements apart."""
+        """A datatype of ``count`` blocks of ``blocklength``, ``stride``
+        elements apart."""
         count = _count(count, 'count')
         blocklength = _count(blocklength, 'blocklength')
         ext = self._t('Create_vector').layout.extent
@@ -762,11 +773,10 @@ for _alias, _attr in (('FLOAT32_T', 'FLOAT'), ('FLOAT64_T', 'DOUBLE'),
                       ('UNSIGNED_INT', 'UNSIGNED'), ('SIGNED_INT', 'INT'),
                       ('SIGNED_SHORT', 'SHORT'), ('SIGNED_LONG', 'LONG'),
                       ('SIGNED_LONG_LONG', 'LONG_LONG'),
-                      ('LONG_LONG_INT', 'LONG_LONG'), ('BOOL', 'C_BOOL'),
+                      ('BOOL', 'C_BOOL'),
                       ('SINT8_T', 'INT8_T'), ('SINT16_T', 'INT16_T'),
                       ('SINT32_T', 'INT32_T'), ('SINT64_T', 'INT64_T'),
                       ('C_FLOAT_COMPLEX', 'C_COMPLEX'),
-                      ('SHORT_FLOAT', 'FLOAT16_T'), ('FLOAT16', 'FLOAT16_T'),
                       ('F_BOOL', 'LOGICAL'), ('F_INT', 'INTEGER'),
                       ('F_FLOAT', 'REAL'), ('F_DOUBLE', 'DOUBLE_PRECISION'),
                       ('F_COMPLEX', 'COMPLEX'),

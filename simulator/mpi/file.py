@@ -520,8 +520,11 @@ class File(HandleMixin):
         return Group._of(self._o.shared.group)
 
     group = property(Get_group)
-    group_size = property(lambda self: len(self._o.shared.group))
-    group_rank = property(lambda self: self._o.rank)
+    group_size = property(lambda self: len(self._o.shared.group),
+                          doc='Number of ranks that opened the file.')
+    group_rank = property(lambda self: self._o.rank,
+                          doc='Rank of this process among those that '
+                              'opened the file.')
 
     def Get_info(self):
         """A new Info with the file's hints."""
@@ -619,7 +622,7 @@ class File(HandleMixin):
         h.position = 0
 
     def Get_view(self):
-        """(disp, etype, filetype, datarep); derived types are new
+        """Return (disp, etype, filetype, datarep); derived types are new
         duplicates, which the caller may Free."""
         view = self._o.view
         types = [dt if dt.is_predefined else dt.Dup()

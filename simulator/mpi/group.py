@@ -14,7 +14,8 @@ __all__ = ['Group', 'GROUP_NULL', 'GROUP_EMPTY']
 
 
 class Group(HandleMixin):
-    """mpi4py's ``Group``: set operations, rank translation, Compare."""
+    """The ``Group`` type of mpi4py: set operations, rank translation,
+    Compare."""
 
     __module__ = 'simulator.mpi'
 
@@ -100,13 +101,13 @@ class Group(HandleMixin):
 
     @classmethod
     def Union(cls, group1, group2):
-        """``group1``'s members, then ``group2``'s that are not in it."""
+        """The members of ``group1``, then ``group2``'s that are not in it."""
         a = group1._m
         return cls._of(a + tuple(m for m in group2._m if m not in a))
 
     @classmethod
     def Intersection(cls, group1, group2):
-        """``group1``'s members that are in ``group2``, in that order."""
+        """The members of ``group1`` that are in ``group2``, in that order."""
         b = group2._m
         return cls._of(m for m in group1._m if m in b)
 
@@ -114,7 +115,7 @@ class Group(HandleMixin):
 
     @classmethod
     def Difference(cls, group1, group2):
-        """``group1``'s members that are not in ``group2``."""
+        """The members of ``group1`` that are not in ``group2``."""
         b = group2._m
         return cls._of(m for m in group1._m if m not in b)
 
@@ -165,7 +166,7 @@ class Group(HandleMixin):
         self._members = None
 
     def free(self):
-        """``Free`` unless null or GROUP_EMPTY (mpi4py's)."""
+        """Call ``Free`` unless null or GROUP_EMPTY (mpi4py's)."""
         if self._members is not None and self is not GROUP_EMPTY:
             self.Free()
 

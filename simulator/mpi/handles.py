@@ -87,7 +87,7 @@ class HandleMixin:
         raise NotImplementedError
 
     def _reduce_copy(self, constant):
-        """``__reduce__`` of a handle to a named object that is not the
+        """The ``__reduce__`` of a handle to a named object that is not the
         constant itself: the constant, given to the handle's own class
         (mpi4py's: a subclass's copy is of that subclass)."""
         return (type(self), (constant,))
@@ -116,7 +116,7 @@ class HandleMixin:
 
     @classmethod
     def fromint(cls, value):
-        """``fromhandle`` for a C int."""
+        """The handle of a C int (as ``fromhandle``)."""
         return cls.fromhandle(value)
 
     @classmethod

@@ -375,7 +375,7 @@ class InterOps:
             '{}.Shrink#{}'.format(s.name, seq)))
 
     def _agree_parts(self):
-        """(helper, combine, pick) of an agreement, which on an
+        """Return (helper, combine, pick) of an agreement, which on an
         intercommunicator gives each group the AND of the other's flags
         (as Open MPI 5.0 does)."""
         from simulator.mpi.ulfm import _Agreements, _and_all
@@ -808,7 +808,7 @@ class InterOps:
                                             in _remote_args(s, slot)])
 
     def allreduce(self, sendobj, op=SUM):
-        """``op`` over the other group's objects (mpi4py's tree)."""
+        """Reduce the other group's objects with ``op`` (mpi4py's tree)."""
         op = _check_op(op)
         s = self._s
 

@@ -106,7 +106,7 @@ class buffer(DelegatingExporter):  # noqa: N801 -- mpi4py's name
 
     @staticmethod
     def allocate(nbytes, clear=False):
-        """``nbytes`` of new memory (zeroed if ``clear``)."""
+        """Allocate ``nbytes`` of new memory (zeroed if ``clear``)."""
         if not isinstance(nbytes, int):
             raise TypeError('buffer.allocate: nbytes must be an int, got '
                             '{!r}'.format(nbytes))

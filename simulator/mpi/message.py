@@ -132,13 +132,13 @@ class Message(HandleMixin):
     @classmethod
     def Probe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG,
               status=None):
-        """``comm.Mprobe(source, tag, status)``."""
+        """The same as ``comm.Mprobe(source, tag, status)``."""
         return comm.Mprobe(source, tag, status)
 
     @classmethod
     def Iprobe(cls, comm, source=ANY_SOURCE, tag=ANY_TAG,
                status=None):
-        """``comm.Improbe(source, tag, status)``."""
+        """The same as ``comm.Improbe(source, tag, status)``."""
         return comm.Improbe(source, tag, status)
 
     probe = Probe

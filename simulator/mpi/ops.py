@@ -134,7 +134,7 @@ class Op(HandleMixin):
         self._set('MPI_OP_NULL')
 
     def free(self):
-        """``Free`` if not null; a handle to a predefined operation is
+        """Call ``Free`` if not null; a handle to a predefined operation is
         only cleared, and the module's constants stay (mpi4py's)."""
         if not self or any(op is self for op in OP_NAMES.values()):
             return
@@ -166,7 +166,7 @@ class Op(HandleMixin):
         return op
 
     def Reduce_local(self, inbuf, inoutbuf):
-        """``inoutbuf = inbuf op inoutbuf`` elementwise, locally."""
+        """Compute ``inoutbuf = inbuf op inoutbuf`` elementwise, locally."""
         from simulator.mpi.msgspec import parse
         source = parse(inbuf, 'Reduce_local input buffer')
         target = parse(inoutbuf, 'Reduce_local input/output buffer')
@@ -189,9 +189,10 @@ class Op(HandleMixin):
                 where, self.name))
 
     def combine_into(self, out, left, right, datatype=None):
-        """``out = left op right`` elementwise; ``out`` may be ``left`` or
-        ``right`` itself (every element is read before it is written).
-        ``datatype`` is what a user function is told (if known)."""
+        """Compute ``out = left op right`` elementwise; ``out`` may be
+        ``left`` or ``right`` itself (every element is read before it is
+        written). ``datatype`` is what a user function is told (if
+        known)."""
         if self.pairs is not None:
             _pair_combine(self.pairs, out, left, right)
         elif self.ufunc is np.multiply and out.dtype.kind == 'c':
@@ -207,7 +208,7 @@ class Op(HandleMixin):
             self.reduce_into(out, right, datatype)
 
     def reduce_into(self, out, operand, datatype=None):
-        """``out = out op operand`` elementwise, in place."""
+        """Compute ``out = out op operand`` elementwise, in place."""
         if self.pairs is not None:
             _pair_combine(self.pairs, out, out, operand)
         elif self.ufunc is np.multiply and out.dtype.kind == 'c':

@@ -460,7 +460,7 @@ class PointToPoint:
         return request
 
     def _check_pending(self, op, b, peer, tag, verb):
-        """``check_overlap`` for the caller's ``op`` on buffer ``b``
+        """Run ``check_overlap`` for the caller's ``op`` on buffer ``b``
         (its record made only while the rank has pending receives)."""
         s = self._s
         if s.world.pending_receives:

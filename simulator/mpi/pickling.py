@@ -99,7 +99,7 @@ class Pickle:
         return self._settings()['loads'](data)
 
     def dumps_oob(self, obj):
-        """(bytes, buffers): ``obj`` pickled with protocol >= 5, its
+        """Return (bytes, buffers): ``obj`` pickled with protocol >= 5, its
         buffers of at least THRESHOLD bytes kept out of band."""
         settings = self._settings()
         protocol = settings['protocol']

@@ -57,20 +57,24 @@ class Prequest(Partitions, Request):
         return self._current if self._current is not None else Request()
 
     def wait(self, status=None):
+        """Wait for the started operation; its object, if any."""
         result = self._inner().wait(status)
         self._done = True
         return result
 
     def test(self, status=None):
+        """Test the started operation: (done, its object or None)."""
         done, result = self._inner().test(status)
         if done:
             self._done = True
         return done, result
 
     def Get_status(self, status=None):
+        """Whether the started operation is complete (not freeing it)."""
         return self._inner().Get_status(status)
 
     def Cancel(self):
+        """Cancel the started operation."""
         self._inner().Cancel()
 
     def _waitable(self):

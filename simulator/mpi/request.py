@@ -388,7 +388,7 @@ class Request(HandleMixin):
         return _own(self, 'test')(status)[0]
 
     def test(self, status=None):
-        """(done, object): never blocks."""
+        """Return (done, object): never blocks."""
         if self._done:
             if status is not None:
                 status._empty()
@@ -420,7 +420,7 @@ class Request(HandleMixin):
         self._done = True
 
     def free(self):
-        """``Free`` unless the request is null (mpi4py's)."""
+        """Call ``Free`` unless the request is null (mpi4py's)."""
         if not self._done:
             self.Free()
 
@@ -481,7 +481,7 @@ class Request(HandleMixin):
 
     @staticmethod
     def testall(requests, statuses=None):
-        """(all done, objects or None)."""
+        """Return (all done, objects or None)."""
         requests = list(requests)
         for req in requests:
             if not req.Get_status():
@@ -495,7 +495,7 @@ class Request(HandleMixin):
 
     @staticmethod
     def waitany(requests, status=None):
-        """(index, object) of the first request that completes."""
+        """Return (index, object) of the first request that completes."""
         requests = list(requests)
         active = [r for r in requests if not r._done]
         if not active:
@@ -525,13 +525,13 @@ class Request(HandleMixin):
 
     @staticmethod
     def Testany(requests, status=None):
-        """(index, flag) of a completed request, never blocking."""
+        """Return (index, flag) of a completed request, never blocking."""
         index, flag, _ = Request.testany(requests, status)
         return index, flag
 
     @staticmethod
     def testany(requests, status=None):
-        """(index, flag, object) of a completed request, never
+        """Return (index, flag, object) of a completed request, never
         blocking."""
         requests = list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
@@ -582,7 +582,7 @@ class Request(HandleMixin):
 
     @staticmethod
     def waitsome(requests, statuses=None):
-        """(indices, objects) of at least one completed request."""
+        """Return (indices, objects) of at least one completed request."""
         requests = list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
@@ -604,7 +604,7 @@ class Request(HandleMixin):
 
     @staticmethod
     def testsome(requests, statuses=None):
-        """(indices, objects) of the requests complete now."""
+        """Return (indices, objects) of the requests complete now."""
         requests = list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
@@ -707,7 +707,7 @@ class Grequest(Request):
         return req
 
     def complete(self, obj=None):
-        """``Complete``, with ``obj`` as what ``test``/``wait`` return."""
+        """Call ``Complete``, with ``obj`` as what ``test``/``wait`` return."""
         self._value = obj
         self.Complete()
 

@@ -168,7 +168,7 @@ class Session(HandleMixin):
         call_errhandler(self._errhandler, self, errorcode)
 
     def free(self):
-        """``Finalize`` unless null (mpi4py's)."""
+        """Call ``Finalize`` unless null (mpi4py's)."""
         if self:
             self.Finalize()
 

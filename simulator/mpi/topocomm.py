@@ -41,7 +41,7 @@ class Topocomm(NeighborCollectives, Intracomm):
 
     @property
     def degrees(self):
-        """(indegree, outdegree)."""
+        """Return (indegree, outdegree)."""
         ins, outs = self.inoutedges
         return len(ins), len(outs)
 
@@ -52,7 +52,7 @@ class Topocomm(NeighborCollectives, Intracomm):
 
     @property
     def inoutedges(self):
-        """(in-neighbours, out-neighbours), in MPI's neighbour order."""
+        """Return (in-neighbours, out-neighbours), in MPI's neighbour order."""
         return self._topo.neighbours(self._s.rank)
 
     inedges = property(lambda self: self.inoutedges[0],
@@ -72,10 +72,11 @@ class Cartcomm(Topocomm):
         """Number of dimensions."""
         return len(self._topo.dims)
 
-    dim = ndim = property(Get_dim)
+    dim = property(Get_dim)
+    ndim = property(Get_dim, doc='Number of dimensions (as ``dim``).')
 
     def Get_topo(self):
-        """(dims, periods, coords)."""
+        """Return (dims, periods, coords)."""
         topo = self._topo
         return (list(topo.dims), list(topo.periods),
                 topo.coords(self._s.rank))
@@ -96,7 +97,8 @@ class Cartcomm(Topocomm):
         return self._topo.coords(rank)
 
     def Shift(self, direction, disp):
-        """(source, dest) for a shift of ``disp`` along ``direction``."""
+        """Return (source, dest) for a shift of ``disp`` along
+        ``direction``."""
         return self._topo.shift(self._s.rank, direction, disp)
 
     def Sub(self, remain_dims):
@@ -128,7 +130,7 @@ class Graphcomm(Topocomm):
     _expecting = 'a general graph communicator'
 
     def Get_dims(self):
-        """(number of nodes, number of edges)."""
+        """Return (number of nodes, number of edges)."""
         topo = self._topo
         return len(topo.index), len(topo.edges)
 
@@ -137,7 +139,7 @@ class Graphcomm(Topocomm):
     nedges = property(lambda self: self.Get_dims()[1], doc='Edges.')
 
     def Get_topo(self):
-        """(index, edges)."""
+        """Return (index, edges)."""
         topo = self._topo
         return list(topo.index), list(topo.edges)
 
@@ -168,13 +170,13 @@ class Distgraphcomm(Topocomm):
     _expecting = 'a distributed graph communicator'
 
     def Get_dist_neighbors_count(self):
-        """(indegree, outdegree, weighted)."""
+        """Return (indegree, outdegree, weighted)."""
         topo = self._topo
         return (len(topo.sources), len(topo.destinations),
                 topo.weights is not None)
 
     def Get_dist_neighbors(self):
-        """(sources, destinations, (source weights, dest weights) or
+        """Return (sources, destinations, (source weights, dest weights) or
         None)."""
         topo = self._topo
         weights = None if topo.weights is None else \

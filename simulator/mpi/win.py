@@ -290,8 +290,10 @@ class Win(bytearray, Attributes, HandleMixin):
         return Group._of(self._s.group)
 
     group = property(Get_group)
-    group_size = property(lambda self: len(self._s.group))
-    group_rank = property(lambda self: (self._s, self._rank)[1])
+    group_size = property(lambda self: len(self._s.group),
+                          doc='Number of ranks in the window\'s group.')
+    group_rank = property(lambda self: (self._s, self._rank)[1],
+                          doc='Rank of this process in the window\'s group.')
 
     # the Attributes mixin's, with the window's predefined keys
     _attr_kind, _attr_name = 'win', 'Win'
@@ -320,9 +322,13 @@ class Win(bytearray, Attributes, HandleMixin):
 
     attrs = property(lambda self: (self.Get_attr(WIN_BASE),
                                    self.Get_attr(WIN_SIZE),
-                                   self.Get_attr(WIN_DISP_UNIT)))
-    flavor = property(lambda self: self._s.flavor)
-    model = property(lambda self: (self._s, WIN_UNIFIED)[1])
+                                   self.Get_attr(WIN_DISP_UNIT)),
+                     doc='This rank\'s (base address, size, displacement '
+                         'unit).')
+    flavor = property(lambda self: self._s.flavor,
+                      doc='How the window was made (FLAVOR_...).')
+    model = property(lambda self: (self._s, WIN_UNIFIED)[1],
+                     doc='Memory model: WIN_UNIFIED, as in Open MPI.')
 
     def Get_name(self):
         """The window's name ('' until Set_name)."""
@@ -378,7 +384,8 @@ class Win(bytearray, Attributes, HandleMixin):
         return buffer(shared.memories[self._rank])
 
     def Shared_query(self, rank):
-        """(memory, disp_unit) of ``rank``'s segment of a shared window."""
+        """Return (memory, disp_unit) of ``rank``'s segment of a shared
+        window."""
         shared = self._s
         if shared.flavor != FLAVOR_SHARED:
             raise MPIException(ERR_RMA_FLAVOR, 'Win.Shared_query on a '
@@ -657,7 +664,8 @@ class Win(bytearray, Attributes, HandleMixin):
 
     # -- one-sided operations ------------------------------------------------
     def _target(self, op, origin, target_rank, target, count_of=None):
-        """(origin Buffer, target array view) of an operation, checked."""
+        """Return (origin Buffer, target array view) of an operation,
+        checked."""
         shared = self._s
         if target_rank == PROC_NULL:
             return None, None
@@ -778,8 +786,8 @@ class Win(bytearray, Attributes, HandleMixin):
                 finish(closing)
 
     def _touch(self, op, kind, target_rank, view, apply):
-        """``apply()`` an operation to ``view`` under the window's mutex;
-        in a fence epoch the access is noted, and an order-dependent
+        """Apply an operation (``apply()``) to ``view`` under the window's
+        mutex; in a fence epoch the access is noted, and an order-dependent
         conflict with another rank's raises (see :mod:`.rma_races`)."""
         watched = self._fence and not (self._locks or self._lock_all or
                                        self._started)
@@ -837,7 +845,7 @@ class Win(bytearray, Attributes, HandleMixin):
             op.reduce_into(view, operand)
 
     def Accumulate(self, origin, target_rank, target=None, op=None):
-        """``target = target op origin``, atomically per element."""
+        """Compute ``target = target op origin``, atomically per element."""
         op = OP_NAMES['SUM'] if op is None else op
         buf, view = self._target('Accumulate', origin, target_rank, target)
         if view is None:

@@ -37,6 +37,7 @@ failed waits for it at most ``--mpi-grace`` seconds and then aborts the job
 """
 import contextlib
 import faulthandler
+import importlib
 import inspect
 import os
 import sys
@@ -181,12 +182,16 @@ def mpi_comm(request):
 
 @pytest.fixture
 def MPI(request):  # named as the module tests use it as
-    """The MPI module matching ``mpi_comm``: simulator.mpi or mpi4py.MPI."""
+    """The MPI module matching ``mpi_comm``: mpi4py.MPI, or the simulated
+    one a program gets (simulator.mpi's public names)."""
     if _real_mode(request.config):
         from mpi4py import MPI
         return MPI
-    from simulator import mpi
-    return mpi
+    # The module a simulated program gets from ``from mpi4py import MPI``
+    # (mpi4py's names only, its __file__ too).
+    from simulator.tools import launch
+    with launch.simulated_mpi4py():
+        return importlib.import_module('mpi4py.MPI')
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The ``mpi4py`` package a simulated program imports.
+"""The ``mpi4py`` package, and its ``MPI``, that a simulated program imports.
 
 When mpi4py is installed, the stand-in *is* the installed package's
 ``__init__`` (``rc``, ``get_include``, ``get_config``, ``profile``,
@@ -10,17 +10,31 @@ real one. ``mpi4py.util`` is made private per rank (a process each, with
 its own module globals: ``pkl5._bigmpi``, ``pkl5.pickle``...) through the
 engine's module privatization. Without mpi4py, a small package stands in
 (``rc`` with the same options and checks).
+
+``mpi4py.MPI`` is a module of its own (:func:`program_module`) holding
+what mpi4py's holds: the names in ``simulator.mpi.__all__``, the same
+objects, and none of :mod:`simulator.mpi`'s submodules and helpers, so a
+program's ``dir(MPI)``, ``vars(MPI)`` and ``from mpi4py.MPI import *`` see
+mpi4py's namespace. Each install builds it afresh (a program that
+replaces one of its names, as a process may, changes its own run only);
+the simulator's code keeps importing :mod:`simulator.mpi`.
 """
 import importlib.machinery
 import importlib.util
+import builtins
 import os
 import sys
 import types
 
 from simulator import mpi
 from simulator.engine.modules import register_private_module
+from simulator.tools.mpiextension import installed_extension
 
-__all__ = ['make_package', 'RcStandIn']
+__all__ = ['make_package', 'program_module', 'RcStandIn']
+
+# The docstring of mpi4py.MPI as the simulator gives it.
+_MODULE_DOC = ('The Message Passing Interface, simulated: every rank is a '
+               'thread of this process.')
 
 # One ``mpi4py._mpiabi`` for every install: its import adds a finder to
 # sys.meta_path once per module object.
@@ -76,12 +90,23 @@ def _minimal_package():
     return package
 
 
+def program_module():
+    """A new ``mpi4py.MPI`` module for programs: ``simulator.mpi``'s
+    public names (``__all__``) and their values (:func:`make_package`
+    adds the ``__file__`` of the installed mpi4py's)."""
+    module = types.ModuleType('mpi4py.MPI', _MODULE_DOC)
+    module.__package__ = 'mpi4py'
+    module.__builtins__ = builtins      # as in a compiled module's namespace
+    vars(module).update((name, getattr(mpi, name)) for name in mpi.__all__)
+    return module
+
+
 def make_package():
     """Put the stand-in ``mpi4py`` (and ``mpi4py.MPI``) in sys.modules."""
     # Submodules imported over the real MPI module import again over ours.
     for name in [n for n in sys.modules if n.startswith('mpi4py.')]:
         del sys.modules[name]
-    sys.modules['mpi4py.MPI'] = mpi
+    module = sys.modules['mpi4py.MPI'] = program_module()
     spec = _installed_spec()
     if spec is None:
         package = _minimal_package()
@@ -99,7 +124,13 @@ def make_package():
         abi = sys.modules.get('mpi4py._mpiabi')
         if abi is not None:
             _kept.setdefault('abi', abi)
-    package.MPI = mpi
+        # The compiled MPI the package's ABI finder (just installed) finds.
+        extension = installed_extension(package)
+        if extension is not None:
+            module.__file__ = extension
+            module.__spec__ = importlib.machinery.ModuleSpec(
+                'mpi4py.MPI', None, origin=extension)
+    package.MPI = module
     register_private_module('mpi4py.util')
     register_private_module('mpi4py.futures')
     return package
