@@ -13,8 +13,6 @@ code imports from here as before.
 """
 import time
 
-import numpy as np
-
 from simulator.engine.actors import current, current_actor
 from simulator.engine.process import OPEN_MPI_VERSION
 from simulator.engine.ranks import host_name
@@ -33,7 +31,7 @@ from simulator.mpi.commctx import (_comm_lock, _comm_lock_table,
                                    _commctx_inter, _commctx_intra)
 from simulator.mpi.constants import *  # noqa: F401,F403 -- the namespace
 from simulator.mpi.datatypes import (DATATYPE_NAMES, DATATYPE_NULL,
-                                     Compute_dims, Datatype, from_dtype)
+                                     Compute_dims, Datatype)
 from simulator.mpi.docstrings import shape as _shape_docstrings
 from simulator.mpi.group import GROUP_EMPTY, GROUP_NULL, Group
 from simulator.mpi.memory import Aint_add, Aint_diff, buffer
@@ -60,7 +58,8 @@ from simulator.mpi.session import SESSION_NULL
 from simulator.mpi.topocomm import (Cartcomm, Distgraphcomm, Graphcomm,
                                     Topocomm)
 from simulator.mpi.session import Session as _Session
-from simulator.mpi.typecode import _typealign, _typecode
+from simulator.mpi.typecode import (_typealign, _typecode, _typedict,
+                                    _typedict_c, _typedict_f)
 from simulator.mpi.unsupported import CLASSES as _UNSUPPORTED
 from simulator.mpi.unsupported import FUNCTIONS as _REFUSED
 from simulator.mpi.unsupported import (NotSimulated,  # noqa: F401
@@ -95,7 +94,7 @@ __all__ = (['Comm', 'Intracomm', 'Intercomm', 'Request', 'Status',
             'Distgraphcomm', 'Get_abi_version', 'Get_abi_info',
             'Get_abi_fortran_info', 'Open_port', 'Close_port',
             'Publish_name', 'Unpublish_name', 'Lookup_name', '_typedict',
-            '_set_abort_status']
+            '_typedict_c', '_typedict_f', '_set_abort_status']
            + list(_constants.__all__) + sorted(DATATYPE_NAMES)
            + sorted(OP_NAMES) + sorted(_VALUES) + sorted(_UNSUPPORTED)
            + sorted(_REFUSED))
@@ -119,10 +118,6 @@ APPNUM, LASTUSEDCODE = _commattr.APPNUM, _commattr.LASTUSEDCODE
 VERSION, SUBVERSION = 3, 1
 MAX_PROCESSOR_NAME = 256
 
-# mpi4py's private map from typecode to datatype; ChainerMN 7 reads it
-# (``MPI._typedict[dtype.char]``), so scripts written for it need it too.
-_typedict = {code: from_dtype(np.dtype(code))
-             for code in '?bBhHiIlLqQefdgFDG'}
 
 
 

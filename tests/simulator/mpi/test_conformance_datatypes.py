@@ -289,3 +289,18 @@ def test_collectives_through_a_vector(mpi_comm, MPI):
         assert piece.tolist() == [2 * rank, -1, 2 * rank + 1]
     finally:
         every.Free()
+
+
+@pytest.mark.mpi(sizes=(1,))
+def test_private_typedicts_map_codes_to_the_module_datatypes(mpi_comm, MPI):
+    # mpi4py's _typedict (ChainerMN 7 reads it), _typedict_c, _typedict_f
+    assert (len(MPI._typedict), len(MPI._typedict_c),
+            len(MPI._typedict_f)) == (57, 33, 21)
+    for code, name in (('i', 'INT'), ('q', 'LONG_LONG'), ('b', 'SIGNED_CHAR'),
+                       ('e', 'FLOAT16_T'), ('Zd', 'C_DOUBLE_COMPLEX'),
+                       ('n', 'COUNT'), ('p', 'AINT'), ('U', 'WCHAR'),
+                       ('M8', 'INT64_T'), ('?', 'C_BOOL')):
+        assert MPI._typedict[code] is getattr(MPI, name), code
+    assert MPI._typedict_c['f4'] is MPI.FLOAT
+    assert MPI._typedict_f['r'] is MPI.REAL
+    assert MPI._typedict_f['c32'] is MPI.COMPLEX32
