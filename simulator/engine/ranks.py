@@ -145,9 +145,10 @@ def _rank_main(world, context, actor, main):
 
 
 def _abort_at_exit(context, cause):
-    # After the atexit handlers, as mpi4py's finalizer runs after them.
+    # After the atexit handlers, as mpi4py's finalizer runs after them;
+    # a rank that finalized MPI has nothing left to abort with.
     status = context.abort_status
-    if status:
+    if status and context.rank not in context.world.finalized:
         raise AbortError('rank {} aborted the job at exit with status {} '
                          '(MPI_Abort, as mpi4py.run does after {})'.format(
                              context.rank, status,

@@ -170,7 +170,7 @@ def test_exit_status_is_mpiexecs(how):
 
 @pytest.mark.parametrize('how', [
     'exit-3', 'exit-3-while-others-wait', 'exit-message', 'exception',
-    'keyboard-interrupt', 'abort-7'])
+    'keyboard-interrupt', 'abort-7', 'finalize-then-exit-3'])
 def test_exit_status_under_python_m_mpi4py_is_mpiexecs(how):
     # mpi4py's runner aborts the job at an uncaught exception or a
     # non-zero exit (MPI._set_abort_status), so the others stop too.

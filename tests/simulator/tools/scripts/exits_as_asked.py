@@ -21,6 +21,9 @@ if rank == 1:
         os._exit(5)
     if how == 'abort-7':
         comm.Abort(7)
+    if how == 'finalize-then-exit-3':
+        MPI.Finalize()
+        sys.exit(3)             # nothing left to abort with: status 3
     if how == 'call-after-finalize':
         MPI.Finalize()
         comm.Get_rank()         # Open MPI aborts the job: 14
