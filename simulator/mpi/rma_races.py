@@ -12,6 +12,13 @@ when the order would show: the bytes some operation wrote differ in the
 overlap (two Puts of the same bytes, as mpi4py's own tests make, or a
 Get beside a Put that rewrote a byte with its old value, do not).
 Passive target (Lock) and Post/Start epochs are not checked.
+
+A load/store is the other half: a window's memory written by the
+program (not through RMA) in the fence epoch in which an operation
+reached the same bytes. Each ``Fence`` keeps a copy of the windows (all
+ranks are inside it: nothing moves), and the next one replays the
+epoch's accesses over it: bytes that differ from what the accesses saw
+or left were stored to in between.
 """
 import threading
 
@@ -19,7 +26,7 @@ import numpy as np
 
 from simulator.errors import RMAConflictError
 
-__all__ = ['Access', 'EpochLog', 'settled_bytes']
+__all__ = ['Access', 'EpochLog', 'is_padded', 'settled_bytes']
 
 _MASKS = {}
 
@@ -61,6 +68,12 @@ def _parts(dtype, offset):
         yield offset, dtype
 
 
+def is_padded(dtype):
+    """Whether ``dtype``'s elements hold bytes that are no part of their
+    value (which :func:`settled_bytes` zeroes)."""
+    return _significant(dtype) is not None
+
+
 def settled_bytes(view):
     """The bytes of array ``view`` with its elements' padding zeroed."""
     mask = _significant(view.dtype)
@@ -77,9 +90,10 @@ class Access:
     ``after`` the bytes there around it."""
 
     __slots__ = ('origin', 'kind', 'start', 'end', 'before', 'after',
-                 'record')
+                 'record', 'padded')
 
-    def __init__(self, origin, kind, start, before, after, record):
+    def __init__(self, origin, kind, start, before, after, record,
+                 padded=False):
         self.origin = origin
         self.kind = kind
         self.start = start
@@ -87,6 +101,7 @@ class Access:
         self.before = before
         self.after = after
         self.record = record
+        self.padded = padded    # settled bytes: not the memory's own
 
     def _part(self, data, lo, hi):
         return data[lo - self.start:hi - self.start]
@@ -123,6 +138,42 @@ class EpochLog:
         self._blocks = {}
         self._wide = []
 
+    def boundary(self, epoch, memories):
+        """At a Fence, all ranks inside it: raise RMAConflictError if the
+        program stored to bytes the ending epoch's accesses reached; then
+        keep a copy of ``memories`` (window rank -> uint8 array) for the
+        epoch ``epoch`` that begins."""
+        with self._lock:
+            if self._epoch == epoch - 1 and self._all:
+                self._check_stores(memories)
+            self._epoch = epoch
+            self._reset()
+            total = sum(m.nbytes for m in memories)
+            self._copies = None if total > _COPY_LIMIT else [
+                m.copy() for m in memories]
+
+    def _check_stores(self, memories):
+        copies = getattr(self, '_copies', None)
+        if copies is None:
+            return
+        bases = [m.__array_interface__['data'][0] for m in memories]
+        replay, reached = {}, {}
+        for access in self._all:
+            where = _locate(bases, memories, access)
+            if where is None or access.padded:
+                continue
+            target, lo, hi = where
+            seen = replay.setdefault(target, copies[target].copy())
+            if seen[lo:hi].tobytes() != access.before:
+                raise RMAConflictError(_stored(target, access, 'before'))
+            seen[lo:hi] = np.frombuffer(access.after, np.uint8)
+            reached.setdefault(target, []).append((lo, hi, access))
+        for target, spans in reached.items():
+            now, seen = memories[target], replay[target]
+            for lo, hi, access in spans:
+                if not np.array_equal(now[lo:hi], seen[lo:hi]):
+                    raise RMAConflictError(_stored(target, access, 'after'))
+
     def note(self, epoch, access):
         """Keep ``access`` (made in fence epoch ``epoch``); raise
         RMAConflictError if its order against another origin's shows."""
@@ -153,6 +204,27 @@ class EpochLog:
             else:
                 for block in range(first, last + 1):
                     self._blocks.setdefault(block, []).append(access)
+
+
+# Windows larger than this (all ranks' memory) are not copied at each
+# Fence: their stores go unchecked.
+_COPY_LIMIT = 64 << 20
+
+
+def _locate(bases, memories, access):
+    for target, (base, memory) in enumerate(zip(bases, memories)):
+        if base <= access.start and access.end <= base + memory.nbytes:
+            return target, access.start - base, access.end - base
+    return None
+
+
+def _stored(target, access, when):
+    return ('rank {}\'s window memory was written by a store (not an RMA '
+            'call) in the fence epoch in which rank {} {} reached the same '
+            'bytes ({} it): MPI forbids a load/store to window bytes that '
+            'an RMA operation of the same epoch accesses (a real MPI may '
+            'see or keep either value). Separate them with a Fence'.format(
+                target, access.record.rank, access.record.describe(), when))
 
 
 def _describe(first, second, lo, hi):

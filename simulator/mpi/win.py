@@ -51,7 +51,8 @@ from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
 from simulator.mpi.memory import buffer
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
-from simulator.mpi.rma_races import Access, EpochLog, settled_bytes
+from simulator.mpi.rma_races import (Access, EpochLog, is_padded,
+                                     settled_bytes)
 from simulator.mpi.unsupported import not_simulated
 from simulator.mpi.values import VALUES
 
@@ -402,14 +403,14 @@ class Win(bytearray, Attributes, HandleMixin):
         return CallRecord(op, state.world_rank, peer, None, state.name,
                           raw=capture(3))
 
-    def _barrier(self, op):
+    def _barrier(self, op, combine=None):
         if self._shared is None:
             raise MPIException(ERR_WIN, '{} on WIN_NULL'.format(op))
         state = self._state
         seq = state.next_seq()
         record = CallRecord(op, state.world_rank, None, None, state.name,
                             seq, raw=capture(3))
-        slot = coll.arrive(state, seq, op, (), None, record)
+        slot = coll.arrive(state, seq, op, (), None, record, combine)
         coll.wait_ready(state, slot, record)
         coll.leave(state, slot)
 
@@ -419,8 +420,11 @@ class Win(bytearray, Attributes, HandleMixin):
         if self._locks or self._lock_all:
             raise MPIException(ERR_RMA_SYNC, 'Win.Fence inside a passive '
                                'target epoch (Lock/Lock_all)')
-        self._barrier('Win.Fence')
+        # Results land first: the epoch's last stores, seen by the check.
         self._complete('Win.Fence')
+        shared, epoch = self._s, self._epoch + 1
+        self._barrier('Win.Fence', lambda args: shared.races.boundary(
+            epoch, shared.memories))
         self._fence = not assertion & MODE_NOSUCCEED
         self._epoch += 1
 
@@ -800,7 +804,8 @@ class Win(bytearray, Attributes, HandleMixin):
         if watched:
             self._s.races.note(self._epoch, Access(
                 self._rank, kind, view.__array_interface__['data'][0],
-                before, after, self._record('Win.' + op, target_rank)))
+                before, after, self._record('Win.' + op, target_rank),
+                is_padded(view.dtype)))
 
     def Put(self, origin, target_rank, target=None):
         """Write ``origin`` into ``target_rank``'s window."""

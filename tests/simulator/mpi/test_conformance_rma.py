@@ -381,3 +381,61 @@ def test_a_get_buffer_read_before_the_epoch_ends_still_holds_its_old_data():
         win.Free()
         return early, got.tolist()
     assert simulator.run(body, 2) == [([0, 0], [2, 2]), ([0, 0], [1, 1])]
+
+
+@pytest.mark.simulator_only(
+    'Open MPI lets the store and the access land in either order without '
+    'a word: only the simulator can name them')
+@pytest.mark.parametrize('when', ['before', 'after'])
+def test_a_store_to_window_bytes_an_access_reached_in_the_epoch_is_reported(
+        when):
+    import simulator
+    MPI = simulator.mpi
+
+    def body(comm):
+        mem = np.zeros(4, dtype='i')
+        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
+        win.Fence()
+        mem[3] = 9              # not reached by any access: fine
+        if when == 'before' and comm.rank == 0:
+            mem[1] = 5
+        comm.Barrier()
+        if comm.rank == 1:
+            win.Get(np.zeros(2, dtype='i'), 0, (0, 2, MPI.INT))
+        comm.Barrier()
+        if when == 'after' and comm.rank == 0:
+            mem[0] = 5
+        win.Fence()
+        mem[:2] = 1             # after the Fence: fine
+        win.Fence()
+        win.Free()
+    with pytest.raises(simulator.RMAConflictError) as info:
+        simulator.run(body, 2)
+    message = str(info.value)
+    assert message.startswith("rank 0's window memory was written by a "
+                              'store (not an RMA call) in the fence epoch '
+                              'in which rank 1 Win.Get(peer=0, ')
+    assert 'reached the same bytes ({} it)'.format(when) in message
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_stores_between_fences_and_to_bytes_no_access_reached_are_fine(
+        mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    mem = np.zeros(4, dtype='i')
+    win = MPI.Win.Create(mem, mem.itemsize, comm=mpi_comm)
+    try:
+        win.Fence()
+        mem[2:] = rank          # bytes no access reaches this epoch
+        win.Put(np.full(2, rank, dtype='i'), (rank + 1) % size,
+                (0, 2, MPI.INT))
+        win.Fence()
+        mem[:2] += 10           # the Puts landed: the Fence separates
+        win.Fence()
+        got = np.zeros(4, dtype='i')
+        win.Get(got, (rank + 1) % size)
+        win.Fence()
+        right = (rank + 1) % size
+        assert got.tolist() == [rank + 10] * 2 + [right] * 2
+    finally:
+        win.Free()
