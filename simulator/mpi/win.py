@@ -65,6 +65,7 @@ MODE_NOSUCCEED = VALUES['MODE_NOSUCCEED']
 ERR_WIN = VALUES['ERR_WIN']
 ERR_RMA_SYNC = VALUES['ERR_RMA_SYNC']
 ERR_RMA_RANGE = VALUES['ERR_RMA_RANGE']
+ERR_UNKNOWN = VALUES['ERR_UNKNOWN']
 ERR_RMA_FLAVOR = VALUES['ERR_RMA_FLAVOR']
 ERR_LOCKTYPE = VALUES['ERR_LOCKTYPE']
 WIN_BASE, WIN_SIZE, WIN_DISP_UNIT = (VALUES['WIN_BASE'], VALUES['WIN_SIZE'],
@@ -214,8 +215,15 @@ class Win(bytearray, Attributes, HandleMixin):
         address = array.__array_interface__['data'][0]
         with shared.mutex:
             regions = shared.regions[self._rank]
-            shared.regions[self._rank] = [r for r in regions
-                                          if r[0] != address]
+            kept = [r for r in regions if r[0] != address]
+            if len(kept) == len(regions):
+                # Open MPI fails so (MPI_ERR_UNKNOWN); the memory stays
+                # usable, so saying which address helps.
+                raise MPIException(ERR_UNKNOWN, 'Win.Detach: memory at '
+                                   'address {:#x} is not attached to this '
+                                   'window on rank {}'.format(address,
+                                                              self._rank))
+            shared.regions[self._rank] = kept
 
     def Free(self):
         """Free the window (collective over its group), running the

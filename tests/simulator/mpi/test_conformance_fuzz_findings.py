@@ -244,3 +244,17 @@ def test_pack_external_swaps_each_member_of_a_mixed_struct(mpi_comm, MPI):
                    '07060504030201000b0a090811101312']
     pair.Free()
     t.Free()
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_detach_of_memory_never_attached_fails(mpi_comm, MPI):
+    # A fuzz program detached a copy of the memory it had attached:
+    # Open MPI fails (MPI_ERR_UNKNOWN), the simulator did nothing.
+    win = MPI.Win.Create_dynamic(comm=mpi_comm)
+    attached = np.zeros(4, 'i8')
+    win.Attach(attached)
+    with pytest.raises(MPI.Exception) as info:
+        win.Detach(attached.copy())
+    assert info.value.Get_error_class() == MPI.ERR_UNKNOWN
+    win.Detach(attached)
+    win.Free()
