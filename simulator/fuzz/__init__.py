@@ -7,7 +7,9 @@ generator's view of the world), the operation kinds
 (:mod:`~simulator.fuzz.comm_ops`, :mod:`~simulator.fuzz.coll`,
 :mod:`~simulator.fuzz.obj`, :mod:`~simulator.fuzz.p2p`,
 :mod:`~simulator.fuzz.icoll`, :mod:`~simulator.fuzz.loc`,
-:mod:`~simulator.fuzz.persist`, :mod:`~simulator.fuzz.groups`),
+:mod:`~simulator.fuzz.persist`, :mod:`~simulator.fuzz.groups`,
+:mod:`~simulator.fuzz.rma`, :mod:`~simulator.fuzz.dtypes`,
+:mod:`~simulator.fuzz.topo`),
 :mod:`~simulator.fuzz.gen` (programs and their families),
 :mod:`~simulator.fuzz.runner` (running and comparing);
 :mod:`~simulator.fuzz.runtime` is pasted into every program.

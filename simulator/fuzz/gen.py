@@ -14,8 +14,8 @@ The operation kinds live in :mod:`simulator.fuzz.model` and beside it.
 """
 import inspect
 
-from simulator.fuzz import (coll, comm_ops, groups, icoll, loc, obj, p2p,
-                            persist, runtime)
+from simulator.fuzz import (coll, comm_ops, dtypes, groups, icoll, loc,
+                            obj, p2p, persist, rma, runtime, topo)
 from simulator.fuzz.model import Builder
 
 __all__ = ['FAMILIES', 'generate', 'parse_families', 'random_op',
@@ -72,6 +72,9 @@ FAMILIES = {
               (icoll.op_icollectives_two_comms, 3)],
     'loc': [(f, 2) for f in loc.OPS],
     'persist': [(f, 3) for f in persist.OPS],
+    'topo': [(f, 2) for f in topo.OPS],
+    'dtypes': [(f, 2) for f in dtypes.OPS],
+    'rma': [(rma.op_rma, 6)],
 }
 
 

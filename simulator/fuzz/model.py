@@ -8,9 +8,12 @@ management), :mod:`~simulator.fuzz.coll` (buffer collectives),
 :mod:`~simulator.fuzz.p2p` (point to point, matched probes),
 :mod:`~simulator.fuzz.icoll` (non-blocking collectives),
 :mod:`~simulator.fuzz.loc` (MAXLOC/MINLOC),
-:mod:`~simulator.fuzz.persist` (persistent requests) and
+:mod:`~simulator.fuzz.persist` (persistent requests),
 :mod:`~simulator.fuzz.groups` (groups and the communicators made from
-them); :mod:`~simulator.fuzz.gen` draws among them by family.
+them), :mod:`~simulator.fuzz.rma` (one-sided communication),
+:mod:`~simulator.fuzz.dtypes` (derived datatypes) and
+:mod:`~simulator.fuzz.topo` (process topologies);
+:mod:`~simulator.fuzz.gen` draws among them by family.
 """
 import random
 

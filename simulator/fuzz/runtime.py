@@ -130,6 +130,22 @@ def data(op_id, rank, dtype, count, kind='any', salt=0):
     return values
 
 
+def fuzz_concat(dtype, parts):
+    """The arrays ``parts`` end to end (an empty array of ``dtype`` when
+    there are none)."""
+    return np.concatenate([np.zeros(0, dtype)] + list(parts)).astype(dtype)
+
+
+def fuzz_span(datatype, count):
+    """Bytes from a buffer's start that ``count`` copies of
+    ``datatype`` reach (its own extents, asked at run time)."""
+    if count == 0:
+        return 0
+    extent = datatype.Get_extent()[1]
+    true_lb, true_extent = datatype.Get_true_extent()
+    return (count - 1) * extent + true_lb + true_extent
+
+
 def fill(dtype, count):
     """A receive buffer prefilled with a recognisable pattern, so that
     elements an operation must not write are checked too."""

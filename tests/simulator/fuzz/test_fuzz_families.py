@@ -7,7 +7,7 @@ import pytest
 from simulator import fuzz
 from simulator.fuzz.gen import FAMILIES, parse_families
 
-NEW = ('icoll', 'loc', 'persist', 'groups')
+NEW = ('icoll', 'loc', 'persist', 'groups', 'rma', 'dtypes', 'topo')
 
 
 @pytest.mark.parametrize('family', NEW)
@@ -67,3 +67,47 @@ def test_in_place_alltoallv_counts_are_symmetric_with_own_blocks():
     assert all(matrix[i][j] == matrix[j][i] for i in range(3)
                for j in range(3))
     assert all(matrix[i][i] >= 1 for i in range(3))
+
+
+def test_rma_programs_use_every_synchronisation_and_flavour():
+    seen = set()
+    for seed in range(12):
+        source = fuzz.generate(seed, 3, ops=10, families=['rma'])
+        for line in source.splitlines():
+            if line.startswith('# --- op') and ': rma ' in line:
+                words = line.split()
+                seen.update((words[5], words[7]))
+    assert {'fence', 'pscw', 'lock', 'lock_all', 'Create', 'Allocate',
+            'Allocate_shared', 'Create_dynamic'} <= seen
+
+
+def test_rma_avoids_what_open_mpi_gets_wrong():
+    # Open MPI 5.0's remote atomics: 64-bit BAND/BOR/BXOR leave the
+    # target unchanged or zero it; MAX/MIN compare 32- and 64-bit
+    # unsigned integers as signed.
+    from simulator.fuzz.rma import _ops_for
+    for shared in (False, True):
+        for dt in ('int64', 'uint64'):
+            assert not {'BAND', 'BOR', 'BXOR'} & set(_ops_for(dt, shared))
+        for dt in ('uint32', 'uint64'):
+            assert not {'MAX', 'MIN'} & set(_ops_for(dt, shared))
+        assert 'BXOR' in _ops_for('int32', shared)
+        assert 'MAX' in _ops_for('uint16', shared)
+
+
+def test_a_graph_index_means_the_nodes_the_title_says():
+    # mpi4py reads an index that starts with 0 and ends with the edge
+    # count as n + 1 CSR offsets: a first node without edges must be
+    # written so, or [0, 3, 5] loses a node.
+    import re
+    checked = 0
+    for seed in range(30):
+        source = fuzz.generate(seed, 3, ops=8, families=['topo'])
+        for m, index, edges in re.findall(
+                r'graph m=(\d+) .*\n(?:.*\n){3}.*Create_graph\((\[.*?\]), '
+                r'(\[.*?\])', source):
+            index, edges = eval(index), eval(edges)
+            csr = index[0] == 0 and index[-1] == len(edges)
+            assert len(index) - csr == int(m)
+            checked += 1
+    assert checked > 10
