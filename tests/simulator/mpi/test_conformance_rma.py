@@ -14,6 +14,14 @@ import pytest
 SIZES = (1, 2, 3)
 
 
+def _report(body, size, error):
+    """The message of the ``error`` a simulated run of ``body`` raises."""
+    import simulator
+    with pytest.raises(error) as info:
+        simulator.run(body, size)
+    return str(info.value)
+
+
 @pytest.mark.mpi(sizes=SIZES)
 def test_fence_put_get_ring(mpi_comm, MPI):
     rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
@@ -283,9 +291,7 @@ def test_order_dependent_accesses_in_one_fence_epoch_are_reported(second):
                                op=MPI.SUM)
         win.Fence()
         win.Free()
-    with pytest.raises(simulator.RMAConflictError) as info:
-        simulator.run(body, 3)
-    message = str(info.value)
+    message = _report(body, 3, simulator.RMAConflictError)
     assert message.startswith('rank 1 Win.Put(peer=0, ')
     assert 'and rank 2 Win.{}(peer=0, '.format(
         {'put': 'Put', 'get': 'Get', 'accumulate': 'Accumulate'}[second]) \
@@ -353,9 +359,7 @@ def test_a_buffer_written_before_its_operation_completes_is_reported(call):
             mine[1] = 5         # before the Fence that completes it
         win.Fence()
         win.Free()
-    with pytest.raises(simulator.BufferModifiedError) as info:
-        simulator.run(body, 2)
-    message = str(info.value)
+    message = _report(body, 2, simulator.BufferModifiedError)
     assert message.startswith('rank 0 wrote to the {} buffer of Win.{}('
                               'peer=1, '.format(
                                   'result' if call == 'Fetch_and_op'
@@ -409,9 +413,7 @@ def test_a_store_to_window_bytes_an_access_reached_in_the_epoch_is_reported(
         mem[:2] = 1             # after the Fence: fine
         win.Fence()
         win.Free()
-    with pytest.raises(simulator.RMAConflictError) as info:
-        simulator.run(body, 2)
-    message = str(info.value)
+    message = _report(body, 2, simulator.RMAConflictError)
     assert message.startswith("rank 0's window memory was written by a "
                               'store (not an RMA call) in the fence epoch '
                               'in which rank 1 Win.Get(peer=0, ')
