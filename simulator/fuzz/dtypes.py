@@ -22,6 +22,11 @@ BASIC = {'BYTE': 1, 'SIGNED_CHAR': 1, 'UNSIGNED_CHAR': 1, 'SHORT': 2,
          'INT64_T': 8, 'DOUBLE': 8, 'C_DOUBLE_COMPLEX': 16}
 EXTERNAL = ('BYTE', 'SIGNED_CHAR', 'SHORT', 'INT', 'UNSIGNED', 'FLOAT',
             'INT64_T', 'DOUBLE')
+# What types are built from. Not C_DOUBLE_COMPLEX: Open MPI 5.0 moves
+# one element of a vector of vectors of it 4 bytes off where its copies
+# lie at strides that are not multiples of 16 (resized to extent 20,
+# an hvector of stride 36).
+DRAWN = tuple(sorted(set(BASIC) - {'C_DOUBLE_COMPLEX'}))
 
 
 class Model:
@@ -101,7 +106,7 @@ class _Types:
         return Model(var, elems, lb, ub, explicit)
 
     def basic(self, name=None):
-        name = name or self.rng.choice(sorted(BASIC))
+        name = name or self.rng.choice(DRAWN)
         return Model('MPI.' + name, [(0, name)], 0, BASIC[name])
 
     def _blocks(self, old, starts, lengths):
