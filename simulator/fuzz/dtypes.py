@@ -208,15 +208,8 @@ class _Types:
         subs = [rng.randint(1, s) for s in sizes]
         starts = [rng.randint(0, s - u) for s, u in zip(sizes, subs)]
         fortran = rng.random() < 0.4
-        idx = _grid([list(range(a, a + u)) for a, u in zip(starts, subs)],
-                    fortran)
-        elems = []
-        for point in idx:
-            elems += _shift(old.elems, _linear(point, sizes, fortran) *
-                            old.extent)
-        total = 1
-        for s in sizes:
-            total *= s
+        elems, total = _placed(old, [list(range(a, a + u)) for a, u in
+                                     zip(starts, subs)], sizes, fortran)
         return self._new('{}.Create_subarray({!r}, {!r}, {!r}, order=MPI.'
                          'ORDER_{})'.format(old.name, sizes, subs, starts,
                                             'FORTRAN' if fortran else 'C'),
@@ -261,13 +254,7 @@ class _Types:
             distribs.append('MPI.DISTRIBUTE_' + how)
             dargs.append('MPI.DISTRIBUTE_DFLT_DARG' if dflt else str(b))
         fortran = rng.random() < 0.4
-        elems = []
-        for point in _grid(owned, fortran):
-            elems += _shift(old.elems, _linear(point, gsizes, fortran) *
-                            old.extent)
-        total = 1
-        for g in gsizes:
-            total *= g
+        elems, total = _placed(old, owned, gsizes, fortran)
         return self._new('{}.Create_darray({}, {}, {!r}, [{}], [{}], {!r}, '
                          'order=MPI.ORDER_{})'.format(
                              old.name, size, 'r' if size > 1 else 0, gsizes,
@@ -310,6 +297,20 @@ class _Types:
         return ['for x in [{}]:'.format(', '.join(self.made)),
                 '    x.Free()'] if self.made else []
 
+
+
+def _placed(old, picked, sizes, fortran):
+    """The elements of ``old`` copies at the ``picked`` indices (one list
+    per dimension) of an array of ``sizes``, and that array's element
+    count: a subarray's or a darray piece's typemap."""
+    elems = []
+    for point in _grid(picked, fortran):
+        elems += _shift(old.elems, _linear(point, sizes, fortran) *
+                        old.extent)
+    total = 1
+    for size in sizes:
+        total *= size
+    return elems, total
 
 def _grid(axes, fortran):
     """Index tuples over ``axes`` (lists), last axis fastest (C) or
