@@ -253,8 +253,8 @@ class _RankModules(dict):
         table = _overrides()
         if table and key in table:
             return table[key] is not _DELETED
-        return not isinstance(self._real().get(key, _RankSlot),
-                              (_RankSlot, type))
+        value = self._real().get(key, _DELETED)
+        return value is not _DELETED and not isinstance(value, _RankSlot)
 
     def get(self, key, default=None):
         try:

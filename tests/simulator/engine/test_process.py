@@ -670,3 +670,28 @@ def test_the_program_a_rank_puts_in_sys_modules_is_its_own(mpi_comm):
         del sys.modules['__worker__']
     assert '__worker__' not in sys.modules
     assert sys.modules.get('__worker__') is None
+
+
+@pytest.mark.mpi(sizes=(1, 2))
+def test_sys_modules_answers_as_a_dict_with_the_ranks_own_entries(mpi_comm):
+    module = types.ModuleType('__simulator_test_main__')
+    assert sys.modules.setdefault('__simulator_test_main__', module) is module
+    try:
+        assert isinstance(sys.modules, dict)
+        assert sys.modules.get('__simulator_test_main__') is module
+        assert '__simulator_test_main__' in list(sys.modules)
+        assert '__simulator_test_main__' in sys.modules.keys()
+        assert dict(sys.modules)['__simulator_test_main__'] is module
+        assert sys.modules.copy()['__simulator_test_main__'] is module
+        assert len(sys.modules) == len(list(sys.modules))
+        # any object may sit there (a class, here), under any name
+        name = '_simulator_test_entry_{}'.format(mpi_comm.rank)
+        odd = type('Odd', (), {})
+        sys.modules[name] = odd
+        assert name in sys.modules and sys.modules[name] is odd
+        del sys.modules[name]
+        assert name not in sys.modules
+        mpi_comm.Barrier()
+    finally:
+        assert sys.modules.pop('__simulator_test_main__') is module
+    assert sys.modules.pop('__simulator_test_main__', None) is None
