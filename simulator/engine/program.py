@@ -30,6 +30,13 @@ __all__ = ['Program', 'ForeignCommand', 'load_code', 'python_program',
 _PYTHON = re.compile(r'python[0-9.]*[a-z]?(\.exe)?')
 # Interpreter options that take a value as the next word.
 _WITH_VALUE = ('-W', '-X')
+# Options that set sys.flags: their letters, and -X's names.
+_LETTER_FLAGS = {'d': 'debug', 'O': 'optimize', 'B': 'dont_write_bytecode',
+                 's': 'no_user_site', 'S': 'no_site',
+                 'E': 'ignore_environment', 'I': 'isolated',
+                 'b': 'bytes_warning', 'q': 'quiet', 'v': 'verbose',
+                 'P': 'safe_path', 'i': 'inspect'}
+_X_FLAGS = {'dev': 'dev_mode', 'utf8': 'utf8_mode'}
 
 
 class ForeignCommand(Exception):
@@ -43,10 +50,41 @@ class Program:
     first on ``sys.path`` for it: the script's folder, or '' for ``-c``
     and ``-m``, the working directory)."""
 
-    __slots__ = ('code', 'base', 'argv', 'path')
+    __slots__ = ('code', 'base', 'argv', 'path', 'options')
 
-    def __init__(self, code, base, argv, path):
+    def __init__(self, code, base, argv, path, options=()):
         self.code, self.base, self.argv, self.path = code, base, argv, path
+        # the interpreter options before the program (python -O ...)
+        self.options = list(options)
+
+    def unapplied_options(self):
+        """The interpreter options that would set ``sys.flags`` other than
+        this interpreter's (``['-O (sys.flags.optimize 1, here 0)']``):
+        rank threads share one interpreter, so they are not applied."""
+        wanted = {}
+        words = iter(self.options)
+        for word in words:
+            if word in ('-X', '-W'):
+                word += next(words, '')
+            if word.startswith('-X'):
+                name = _X_FLAGS.get(word[2:].partition('=')[0])
+                if name:
+                    wanted[name] = (word, 1)
+                continue
+            if word.startswith('-W'):
+                continue
+            for letter in word[1:]:
+                name = _LETTER_FLAGS.get(letter)
+                if name:
+                    count = wanted.get(name, ('', 0))[1] + 1
+                    wanted[name] = ('-' + letter * count, count)
+        said = []
+        for name, (word, value) in wanted.items():
+            here = getattr(sys.flags, name, None)
+            if here is not None and int(here) < value:
+                said.append('{} (sys.flags.{} {}, here {})'.format(
+                    word, name, value, int(here)))
+        return said
 
 
 def load_code(target, module):
@@ -107,12 +145,13 @@ def python_program(args):
             rest = args[i + 2:]
             if word == '-c':
                 code, base = command_code(args[i + 1])
-                return Program(code, base, ['-c'] + rest, '')
+                return Program(code, base, ['-c'] + rest, '', args[:i])
             try:
                 code, base = load_code(args[i + 1], True)
             except SystemExit as missing:
                 raise ValueError(str(missing)) from None
-            return Program(code, base, [base['__file__']] + rest, '')
+            return Program(code, base, [base['__file__']] + rest, '',
+                           args[:i])
         if word == '-':
             raise ValueError('python -: a spawned rank has no standard input '
                              'to read its program from')
@@ -124,7 +163,7 @@ def python_program(args):
             continue
         code, base = load_code(word, False)
         return Program(code, base, args[i:],
-                       os.path.dirname(base['__file__']))
+                       os.path.dirname(base['__file__']), args[:i])
     raise ValueError('python without a script, -m or -c would be an '
                      'interactive interpreter')
 

@@ -18,6 +18,7 @@ import copy
 import os
 import struct
 import sys
+import warnings
 
 from simulator.engine import collectives as coll
 from simulator.engine.actors import current
@@ -25,6 +26,7 @@ from simulator.engine.process import process_state, spawned_environ
 from simulator.engine.program import (ForeignCommand, check_command,
                                       execute, spawned_program)
 from simulator.engine.ranks import start_job
+from simulator.engine.shared_state import SharedStateWarning
 from simulator.engine.trace import CallRecord, capture
 from simulator.mpi.constants import ERR_ARG, ERR_UNKNOWN, SUCCESS
 from simulator.mpi.constants import Exception as MPIException
@@ -123,6 +125,18 @@ def _child_main(apps):
     def main(context):
         command, args, _ = apps[context.job.appnum[context.job_rank]]
         program = spawned_program(command, args)
+        unapplied = program.unapplied_options()
+        if unapplied:
+            # Said at the spawned program's first line: its own call
+            # started nothing yet.
+            warnings.warn_explicit(SharedStateWarning(
+                'rank {} was spawned as python {}: a spawned process would '
+                'run with those interpreter options, but rank threads share '
+                'this interpreter, whose sys.flags (and assert statements, '
+                'bytecode files...) stand'.format(
+                    context.rank, ', '.join(unapplied))),
+                SharedStateWarning,
+                program.base.get('__file__') or '<string>', 1)
         process_state().argv = list(program.argv)
         if program.path and program.path not in sys.path:
             # What python SCRIPT puts first on its path (the rank's own:

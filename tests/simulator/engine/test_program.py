@@ -30,6 +30,23 @@ def test_python_command_lines_name_a_script_module_or_code(tmp_path):
     assert program.argv[1:] == ['c']
 
 
+def test_interpreter_options_that_would_change_sys_flags_are_named(
+        tmp_path):
+    script = tmp_path / 'job.py'
+    script.write_text('x = 1\n')
+    program = python_program(['-u', '-OO', '-X', 'dev', '-W', 'error',
+                              '-Xutf8', str(script)])
+    assert program.options == ['-u', '-OO', '-X', 'dev', '-W', 'error',
+                               '-Xutf8']
+    said = program.unapplied_options()
+    for word, name in (('-OO', 'optimize'), ('-Xdev', 'dev_mode'),
+                       ('-Xutf8', 'utf8_mode')):
+        if getattr(sys.flags, name) < (2 if word == '-OO' else 1):
+            assert any(s.startswith(word + ' (sys.flags.' + name)
+                       for s in said), said
+    assert not python_program(['-u', str(script)]).unapplied_options()
+
+
 @pytest.mark.parametrize('args, text', [
     ([], 'interactive'), (['-'], 'standard input'),
     (['-c'], 'argument expected'), (['-m', 'no_such_mod_xyz'], 'no module'),

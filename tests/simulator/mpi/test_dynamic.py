@@ -175,6 +175,28 @@ def test_a_child_that_raises_is_reported_to_the_waiting_parent(tmp_path):
                in note for note in info.value.__notes__)
 
 
+@pytest.mark.simulator_only('a spawned process applies its interpreter '
+                            'options: there is nothing to say')
+def test_interpreter_options_a_spawned_rank_cannot_have_are_reported(
+        tmp_path):
+    from simulator.engine.shared_state import SharedStateWarning
+    script = _child(tmp_path, textwrap.dedent('''\
+        import sys
+        from simulator import mpi as MPI
+        MPI.Comm.Get_parent().send(sys.flags.optimize, dest=0)
+        '''), 'optimized.py')
+
+    def body(comm):
+        inter = comm.Spawn(sys.executable, ['-OO', script], 1)
+        return inter.recv(source=0)
+    with pytest.warns(SharedStateWarning) as caught:
+        assert simulator.run(body, 1, timeout=60) == [sys.flags.optimize]
+    said = [str(w.message) for w in caught]
+    assert any(m.startswith('rank 1 was spawned as python -OO (sys.flags.'
+                            'optimize 2, here 0)') for m in said), said
+    assert all(w.filename == script for w in caught)
+
+
 @pytest.mark.simulator_only('a deliberate deadlock')
 def test_a_child_left_waiting_for_its_parents_is_a_deadlock(tmp_path):
     script = _child(tmp_path, textwrap.dedent('''\
