@@ -26,7 +26,9 @@ local window as in mpi4py (``mpi4py.util.sync`` spins on it). For
 ``tomemory()``); ``Create_dynamic`` windows address attached memory by
 absolute address (``MPI.Get_address``). Differences from Open MPI:
 ``Allocate_shared`` segments are not contiguous (``Shared_query`` gives
-each rank's own segment); derived target datatypes are not simulated.
+each rank's own segment); datatypes mixing basic types are not
+simulated, nor derived datatypes in the fetching calls (Get_accumulate,
+Fetch_and_op, Compare_and_swap).
 """
 import threading
 
@@ -675,9 +677,12 @@ class Win(bytearray, Attributes, HandleMixin):
         return done
 
     # -- one-sided operations ------------------------------------------------
-    def _target(self, op, origin, target_rank, target, count_of=None):
-        """Return (origin Buffer, target array view) of an operation,
-        checked."""
+    def _target(self, op, origin, target_rank, target, count_of=None,
+                derived=True):
+        """The origin Buffer and the target of an operation, checked: the
+        target a view of the window's memory, or for a derived target
+        datatype (``derived``: the operation takes one) a
+        :class:`_Scattered`."""
         shared = self._s
         if target_rank == PROC_NULL:
             return None, None
@@ -692,8 +697,10 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_RMA_SYNC, 'Win.{} to rank {} outside '
                                'an access epoch (Fence, Lock, Lock_all)'
                                .format(op, target_rank))
-        buf = parse(origin, 'Win.{} origin buffer'.format(op))
-        datatype, count = buf.datatype, buf.count
+        # A derived origin type gives a packed copy (written back by
+        # flush() for a Get).
+        buf = parse(origin, 'Win.{} origin buffer'.format(op), packed=True)
+        datatype, count = buf.datatype, _type_count(buf)
         disp = 0
         if target is not None:
             if not isinstance(target, (int, list, tuple)):
@@ -712,33 +719,45 @@ class Win(bytearray, Attributes, HandleMixin):
             count = count_of
         dtype = getattr(datatype, 'dtype', None)
         for what, dt in (('target', datatype), ('origin', buf.datatype)):
-            # Windows move whole elements of predefined types; a derived
-            # layout (gaps, several types) would need its typemap here.
-            if dtype is None or not getattr(dt, 'is_predefined', True):
-                raise not_simulated('Win.{} with {} datatype {!r} (derived '
-                                    'datatypes in RMA)'.format(op, what, dt))
-        if dtype != buf.datatype.dtype:
+            # Windows move elements of one basic type: a struct mixing
+            # types would need its typemap matched element by element.
+            base = getattr(dt, 'dtype', None)
+            if base is None or base.fields or base.kind == 'V' or not (
+                    derived or getattr(dt, 'is_predefined', True)):
+                raise not_simulated('Win.{} with {} datatype {!r} ({})'.format(
+                    op, what, dt, 'derived datatypes in this call' if base
+                    is not None and base.kind != 'V' and not base.fields
+                    else 'several basic types in one datatype, in RMA'))
+        if dtype != buf.data.dtype:
             raise MPIException(ERR_TYPE, 'Win.{}: origin holds {} but the '
                                'target datatype is {}'.format(
                                    op, buf.datatype.name, datatype.name))
-        nbytes = count * dtype.itemsize
+        index = None if datatype.is_predefined else \
+            datatype.layout.byte_index(count)
+        if index is None:
+            nbytes, low = count * dtype.itemsize, 0
+        else:
+            nbytes = int(index.max()) + 1 if index.size else 0
+            low = int(index.min()) if index.size else 0
         if shared.flavor == FLAVOR_DYNAMIC:
             memory, offset = self._region(target_rank, disp, nbytes, op)
         else:
             memory = shared.memories[target_rank]
             offset = disp * shared.disp_units[target_rank]
-        if disp < 0 or offset + nbytes > memory.nbytes:
+        if disp < 0 or offset + low < 0 or offset + nbytes > memory.nbytes:
             raise MPIException(ERR_RMA_RANGE, 'Win.{}: {} bytes at '
                                'displacement {} fall outside the {} bytes of '
                                'rank {}\'s window'.format(
                                    op, nbytes, disp, memory.nbytes,
                                    target_rank))
-        if count > buf.count and op not in ('Get', 'Rget'):
+        elements = count if index is None else index.size // dtype.itemsize
+        if elements > buf.count and op not in ('Get', 'Rget'):
             raise MPIException(ERR_TYPE, 'Win.{}: target count {} but the '
                                'origin holds {}'.format(op, count,
                                                         buf.count))
-        view = memory[offset:offset + nbytes].view(dtype)
-        return buf, view
+        if index is not None:
+            return buf, _Scattered(memory, index + offset, dtype)
+        return buf, memory[offset:offset + nbytes].view(dtype)
 
     def _region(self, rank, address, nbytes, op):
         for start, array in self._s.regions[rank]:
@@ -753,7 +772,7 @@ class Win(bytearray, Attributes, HandleMixin):
         with world.lock:
             world.version += 1
 
-    def _defer(self, op, target_rank, sent=(), results=()):
+    def _defer(self, op, target_rank, sent=(), results=(), flush=None):
         """Finish ``op`` when it completes (:meth:`_complete`): then
         each array of ``sent`` (the origin, a compare value) must still
         hold what it held at the call, and each ``(array, values)`` of
@@ -783,6 +802,8 @@ class Win(bytearray, Attributes, HandleMixin):
             for array, _, values in held:
                 if values is not None:
                     array[...] = values
+            if flush is not None:
+                flush()         # a derived origin's packed copy
         if held:
             self._pending.append((target_rank, finish))
 
@@ -796,6 +817,12 @@ class Win(bytearray, Attributes, HandleMixin):
                              if target_rank is not None and t != target_rank]
             for finish in done:
                 finish(closing)
+
+    def _unwatched(self, apply):
+        # A derived target's scattered bytes: atomic under the mutex, but
+        # outside the race checks (their accesses are byte ranges).
+        with self._s.mutex:
+            apply()
 
     def _touch(self, op, kind, target_rank, view, apply):
         """Apply an operation (``apply()``) to ``view`` under the window's
@@ -821,10 +848,15 @@ class Win(bytearray, Attributes, HandleMixin):
         if view is None:
             return
 
+        sent = buf.data[:view.size]
+
         def put():
-            view[...] = buf.data[:view.size]
-        self._touch('Put', 'put', target_rank, view, put)
-        self._defer('Put', target_rank, sent=[buf.data[:view.size]])
+            view[...] = sent
+        if isinstance(view, _Scattered):
+            self._unwatched(lambda: view.scatter(sent))
+        else:
+            self._touch('Put', 'put', target_rank, view, put)
+        self._defer('Put', target_rank, sent=_program_memory(buf, sent))
         self._changed()
 
     def Get(self, origin, target_rank, target=None):
@@ -840,10 +872,14 @@ class Win(bytearray, Attributes, HandleMixin):
         # Read now (the race check sees when), written to the origin
         # when the operation completes, as a real MPI's lands by then.
         read = []
-        self._touch('Get', 'get', target_rank, view,
-                    lambda: read.append(view.copy()))
+        if isinstance(view, _Scattered):
+            self._unwatched(lambda: read.append(view.gather()))
+        else:
+            self._touch('Get', 'get', target_rank, view,
+                        lambda: read.append(view.copy()))
         self._defer('Get', target_rank,
-                    results=[(buf.data[:view.size], read[0])])
+                    results=[(buf.data[:view.size], read[0])],
+                    flush=buf.flush if buf.scatter is not None else None)
 
     def _apply(self, view, operand, op):
         if op == _NO_OP:
@@ -863,9 +899,18 @@ class Win(bytearray, Attributes, HandleMixin):
         buf, view = self._target('Accumulate', origin, target_rank, target)
         if view is None:
             return
-        self._touch('Accumulate', _kind(op), target_rank, view,
-                    lambda: self._apply(view, buf.data[:view.size], op))
-        self._defer('Accumulate', target_rank, sent=[buf.data[:view.size]])
+        operand = buf.data[:view.size]
+        if isinstance(view, _Scattered):
+            def accumulate():
+                values = view.gather()
+                self._apply(values, operand, op)
+                view.scatter(values)
+            self._unwatched(accumulate)
+        else:
+            self._touch('Accumulate', _kind(op), target_rank, view,
+                        lambda: self._apply(view, operand, op))
+        self._defer('Accumulate', target_rank,
+                    sent=_program_memory(buf, operand))
         self._changed()
 
     def Get_accumulate(self, origin, result, target_rank, target=None,
@@ -873,7 +918,7 @@ class Win(bytearray, Attributes, HandleMixin):
         """Fetch the target into ``result``, then accumulate ``origin``."""
         op = OP_NAMES['SUM'] if op is None else op
         buf, view = self._target('Get_accumulate', origin, target_rank,
-                                 target)
+                                 target, derived=False)
         origin_data = None if view is None or op == _NO_OP else \
             buf.data[:view.size]
         if view is None:
@@ -902,7 +947,7 @@ class Win(bytearray, Attributes, HandleMixin):
         """Get_accumulate of one element at ``target_disp``."""
         op = OP_NAMES['SUM'] if op is None else op
         buf, view = self._target('Fetch_and_op', origin, target_rank,
-                                 (target_disp,), count_of=1)
+                                 (target_disp,), count_of=1, derived=False)
         if view is None:
             return
         out = _single(('origin', buf), ('result', result))[1]
@@ -925,7 +970,7 @@ class Win(bytearray, Attributes, HandleMixin):
         """Store ``origin`` at the target if it equals ``compare``; the
         old value goes to ``result``."""
         buf, view = self._target('Compare_and_swap', origin, target_rank,
-                                 (target_disp,), count_of=1)
+                                 (target_disp,), count_of=1, derived=False)
         if view is None:
             return
         _, expected, out = _single(('origin', buf), ('compare', compare),
@@ -975,6 +1020,41 @@ class Win(bytearray, Attributes, HandleMixin):
         """Get_accumulate, returning a completed request."""
         return self._completed_now('Rget_accumulate', self.Get_accumulate,
                                    origin, result, target_rank, target, op)
+
+
+class _Scattered:
+    """The target elements of a derived datatype in a window's memory,
+    by byte index: gathered into an array and scattered back (no NumPy
+    view reaches them)."""
+
+    __slots__ = ('memory', 'index', 'dtype', 'size')
+
+    def __init__(self, memory, index, dtype):
+        self.memory, self.index, self.dtype = memory, index, dtype
+        self.size = index.size // dtype.itemsize
+
+    def gather(self):
+        return self.memory[self.index].view(self.dtype)
+
+    def scatter(self, values):
+        self.memory[self.index] = np.ascontiguousarray(
+            values, self.dtype).view(np.uint8)
+
+
+def _type_count(buf):
+    """How many elements of its datatype the origin ``buf`` holds (its
+    ``count`` is in basic elements)."""
+    datatype = buf.datatype
+    if datatype.is_predefined:
+        return buf.count
+    size = datatype.layout.size
+    return buf.count * buf.data.dtype.itemsize // size if size else 0
+
+
+def _program_memory(buf, sent):
+    """What a pending send must leave alone: ``sent`` when it is the
+    program's memory (not a derived type's packed copy)."""
+    return [sent] if buf.scatter is None else []
 
 
 def _kind(op):

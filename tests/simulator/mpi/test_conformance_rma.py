@@ -441,3 +441,43 @@ def test_stores_between_fences_and_to_bytes_no_access_reached_are_fine(
         assert got.tolist() == [rank + 10] * 2 + [right] * 2
     finally:
         win.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_derived_datatypes_place_elements_at_origin_and_target(mpi_comm,
+                                                               MPI):
+    # A column of a 4x4 matrix on each side (vector types), a block
+    # pattern (indexed) accumulated into, and a packed origin read into.
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    column = MPI.INT.Create_vector(4, 1, 4).Commit()
+    pattern = MPI.INT.Create_indexed([2, 1], [0, 5]).Commit()
+    mem = np.zeros((4, 4), dtype='i')
+    win = MPI.Win.Create(mem, mem.itemsize, comm=mpi_comm)
+    try:
+        win.Fence()
+        # my column 1 (origin vector) into the right rank's column 2
+        mine = (np.arange(16, dtype='i') + 100 * rank).reshape(4, 4)
+        win.Put([mine.reshape(-1)[1:], 1, column], right, (2, 1, column))
+        win.Fence()
+        assert mem[:, 2].tolist() == [100 * left + 1 + 4 * i
+                                      for i in range(4)]
+        assert not mem[:, [0, 1, 3]].any()
+        mpi_comm.Barrier()      # read before the neighbour accumulates
+        win.Accumulate(np.array([1, 2, 3], dtype='i'), right,
+                       (0, 1, pattern), MPI.SUM)
+        win.Fence()
+        assert mem.reshape(-1)[[0, 1, 5]].tolist() == [1, 2, 3]
+        got = np.zeros(4, dtype='i')
+        win.Get(got, left, (2, 1, column))
+        spread = np.full((4, 4), -1, dtype='i')
+        win.Get([spread, 1, column], right, (0, 4, MPI.INT))
+        win.Fence()
+        assert got.tolist() == [100 * ((left - 1) % size) + 1 + 4 * i
+                                for i in range(4)]
+        assert spread[:, 0].tolist() == [1, 2, 100 * rank + 1, 0]
+        assert (spread[:, 1:] == -1).all()
+    finally:
+        win.Free()
+        column.Free()
+        pattern.Free()
