@@ -722,12 +722,11 @@ class Win(bytearray, Attributes, HandleMixin):
             # Windows move elements of one basic type: a struct mixing
             # types would need its typemap matched element by element.
             base = getattr(dt, 'dtype', None)
-            if base is None or base.fields or base.kind == 'V' or not (
-                    derived or getattr(dt, 'is_predefined', True)):
+            mixed = base is None or bool(base.fields) or base.kind == 'V'
+            if mixed or not (derived or getattr(dt, 'is_predefined', True)):
                 raise not_simulated('Win.{} with {} datatype {!r} ({})'.format(
-                    op, what, dt, 'derived datatypes in this call' if base
-                    is not None and base.kind != 'V' and not base.fields
-                    else 'several basic types in one datatype, in RMA'))
+                    op, what, dt, 'several basic types in one datatype, in '
+                    'RMA' if mixed else 'derived datatypes in this call'))
         if dtype != buf.data.dtype:
             raise MPIException(ERR_TYPE, 'Win.{}: origin holds {} but the '
                                'target datatype is {}'.format(
@@ -818,21 +817,26 @@ class Win(bytearray, Attributes, HandleMixin):
             for finish in done:
                 finish(closing)
 
-    def _unwatched(self, apply):
-        # A derived target's scattered bytes: atomic under the mutex, but
-        # outside the race checks (their accesses are byte ranges).
-        with self._s.mutex:
-            apply()
-
     def _touch(self, op, kind, target_rank, view, apply):
-        """Apply an operation (``apply()``) to ``view`` under the window's
-        mutex; in a fence epoch the access is noted, and an order-dependent
-        conflict with another rank's raises (see :mod:`.rma_races`)."""
+        """Run ``apply(target)`` on an operation's target elements under
+        the window's mutex and return what it returns. ``target`` is
+        ``view``, or for a derived target datatype (a :class:`_Scattered`)
+        its elements gathered, and scattered back after but for a read;
+        those byte ranges stay outside the race checks. In a fence epoch
+        a view's access is noted, and an order-dependent conflict with
+        another rank's raises (see :mod:`.rma_races`)."""
+        if isinstance(view, _Scattered):
+            with self._s.mutex:
+                values = view.gather()
+                result = apply(values)
+                if kind != 'get':
+                    view.scatter(values)
+            return result
         watched = self._fence and not (self._locks or self._lock_all or
                                        self._started)
         with self._s.mutex:
             before = settled_bytes(view) if watched else None
-            apply()
+            result = apply(view)
             # (A read leaves the target as it was: one copy serves.)
             after = before if kind == 'get' or not watched else \
                 settled_bytes(view)
@@ -841,6 +845,7 @@ class Win(bytearray, Attributes, HandleMixin):
                 self._rank, kind, view.__array_interface__['data'][0],
                 before, after, self._record('Win.' + op, target_rank),
                 is_padded(view.dtype)))
+        return result
 
     def Put(self, origin, target_rank, target=None):
         """Write ``origin`` into ``target_rank``'s window."""
@@ -850,12 +855,9 @@ class Win(bytearray, Attributes, HandleMixin):
 
         sent = buf.data[:view.size]
 
-        def put():
-            view[...] = sent
-        if isinstance(view, _Scattered):
-            self._unwatched(lambda: view.scatter(sent))
-        else:
-            self._touch('Put', 'put', target_rank, view, put)
+        def put(target):
+            target[...] = sent
+        self._touch('Put', 'put', target_rank, view, put)
         self._defer('Put', target_rank, sent=_program_memory(buf, sent))
         self._changed()
 
@@ -871,14 +873,10 @@ class Win(bytearray, Attributes, HandleMixin):
 
         # Read now (the race check sees when), written to the origin
         # when the operation completes, as a real MPI's lands by then.
-        read = []
-        if isinstance(view, _Scattered):
-            self._unwatched(lambda: read.append(view.gather()))
-        else:
-            self._touch('Get', 'get', target_rank, view,
-                        lambda: read.append(view.copy()))
+        read = self._touch('Get', 'get', target_rank, view,
+                           lambda target: target.copy())
         self._defer('Get', target_rank,
-                    results=[(buf.data[:view.size], read[0])],
+                    results=[(buf.data[:view.size], read)],
                     flush=buf.flush if buf.scatter is not None else None)
 
     def _apply(self, view, operand, op):
@@ -900,15 +898,8 @@ class Win(bytearray, Attributes, HandleMixin):
         if view is None:
             return
         operand = buf.data[:view.size]
-        if isinstance(view, _Scattered):
-            def accumulate():
-                values = view.gather()
-                self._apply(values, operand, op)
-                view.scatter(values)
-            self._unwatched(accumulate)
-        else:
-            self._touch('Accumulate', _kind(op), target_rank, view,
-                        lambda: self._apply(view, operand, op))
+        self._touch('Accumulate', _kind(op), target_rank, view,
+                    lambda target: self._apply(target, operand, op))
         self._defer('Accumulate', target_rank,
                     sent=_program_memory(buf, operand))
         self._changed()
@@ -928,17 +919,16 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_TYPE, 'Win.Get_accumulate: result '
                                'buffer does not hold {} {}'.format(
                                    view.size, view.dtype))
-        fetched = []
-
-        def fetch_and_apply():
-            fetched.append(view.copy())
+        def fetch_and_apply(target):
+            fetched = target.copy()
             if origin_data is not None:
-                self._apply(view, origin_data, op)
-        self._touch('Get_accumulate', _kind(op), target_rank, view,
-                    fetch_and_apply)
+                self._apply(target, origin_data, op)
+            return fetched
+        fetched = self._touch('Get_accumulate', _kind(op), target_rank,
+                              view, fetch_and_apply)
         self._defer('Get_accumulate', target_rank,
                     sent=[] if origin_data is None else [origin_data],
-                    results=[(out.data[:view.size], fetched[0])])
+                    results=[(out.data[:view.size], fetched)])
         if op != _NO_OP:
             self._changed()
 
@@ -952,16 +942,15 @@ class Win(bytearray, Attributes, HandleMixin):
             return
         out = _single(('origin', buf), ('result', result))[1]
 
-        fetched = []
-
-        def fetch_and_apply():
-            fetched.append(view.copy())
+        def fetch_and_apply(target):
+            fetched = target.copy()
             if op != _NO_OP:
-                self._apply(view, buf.data[:1], op)
-        self._touch('Fetch_and_op', _kind(op), target_rank, view,
-                    fetch_and_apply)
+                self._apply(target, buf.data[:1], op)
+            return fetched
+        fetched = self._touch('Fetch_and_op', _kind(op), target_rank, view,
+                              fetch_and_apply)
         self._defer('Fetch_and_op', target_rank, sent=[buf.data[:1]],
-                    results=[(out.data[:1], fetched[0])])
+                    results=[(out.data[:1], fetched)])
         if op != _NO_OP:
             self._changed()
 
@@ -976,17 +965,16 @@ class Win(bytearray, Attributes, HandleMixin):
         _, expected, out = _single(('origin', buf), ('compare', compare),
                                    ('result', result))
 
-        fetched = []
-
-        def compare_and_swap():
-            fetched.append(view[:1].copy())
-            if fetched[0][0] == expected.data[0]:
-                view[0] = buf.data[0]
-        self._touch('Compare_and_swap', 'compare-and-swap', target_rank,
-                    view, compare_and_swap)
+        def compare_and_swap(target):
+            fetched = target[:1].copy()
+            if fetched[0] == expected.data[0]:
+                target[0] = buf.data[0]
+            return fetched
+        fetched = self._touch('Compare_and_swap', 'compare-and-swap',
+                              target_rank, view, compare_and_swap)
         self._defer('Compare_and_swap', target_rank,
                     sent=[buf.data[:1], expected.data[:1]],
-                    results=[(out.data[:1], fetched[0])])
+                    results=[(out.data[:1], fetched)])
         self._changed()
 
     # Request-based operations complete at the call.
