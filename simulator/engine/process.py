@@ -848,21 +848,35 @@ def run_exit_handlers(context):
                                       error.__traceback__, file=sys.stderr)
 
 
-def _getpid_for(real):
-    def getpid():
-        # The program's own calls get the rank's id, unique per rank as
-        # a process id (its main thread's id in the kernel: a real one,
-        # that signals and /proc/<id> reach); libraries (logging,
-        # tempfile, multiprocessing) keep the process's, which they use
-        # to find the process itself.
-        context = current()
-        if context is None or context.pid is None:
-            return real()
-        if not caller_is_user() and \
-                sys._getframe(1).f_code not in _ASK_FOR_THE_RANK:
-            return real()
-        return context.pid
-    return getpid
+# Library code whose process id only says who is asking: a log record's
+# (the %(process)d of a log format) and multiprocessing's
+# current_process().pid: the rank's, as each process's are its own.
+_ASK_FOR_THE_RANK = (logging.LogRecord.__init__.__code__,
+                     multiprocessing.process.BaseProcess.ident.fget.__code__)
+
+
+def _rank_pid():
+    """The calling rank's process id where the program itself asks (its
+    main thread's id in the kernel: a real one, that signals and
+    /proc/<id> reach), else None: libraries (tempfile, multiprocessing)
+    keep the process's, which they use to find the process itself."""
+    context = current()
+    if context is None or context.pid is None:
+        return None
+    asking = sys._getframe(2).f_code      # who called the os function
+    if is_library_file(asking.co_filename) and \
+            asking not in _ASK_FOR_THE_RANK:
+        return None
+    return context.pid
+
+
+def _rank_pid_else(real):
+    """os.getpid, and os.getpgrp (mpiexec starts each process as the
+    leader of its own group), as the calling rank answers them."""
+    def ask():
+        pid = _rank_pid()
+        return real() if pid is None else pid
+    return ask
 
 
 def _forget_the_ranks_pid():
@@ -876,36 +890,11 @@ def _forget_the_ranks_pid():
 os.register_at_fork(after_in_child=_forget_the_ranks_pid)
 
 
-def _rank_pid():
-    """The calling rank's process id where the program itself asks (as
-    getpid answers it), else None."""
-    context = current()
-    if context is None or context.pid is None or \
-            is_library_file(sys._getframe(2).f_code.co_filename):
-        return None
-    return context.pid
-
-
-def _getpgrp_for(real):
-    def getpgrp():
-        # mpiexec starts each process as the leader of its own group
-        pid = _rank_pid()
-        return real() if pid is None else pid
-    return getpgrp
-
-
 def _getpgid_for(real):
     def getpgid(pid):
         own = _rank_pid()
         return own if own is not None and pid in (0, own) else real(pid)
     return getpgid
-
-
-# Library code whose process id only says who is asking: a log record's
-# (the %(process)d of a log format) and multiprocessing's
-# current_process().pid: the rank's, as each process's are its own.
-_ASK_FOR_THE_RANK = (logging.LogRecord.__init__.__code__,
-                     multiprocessing.process.BaseProcess.ident.fget.__code__)
 
 
 def _gethostname_for(real):
@@ -983,8 +972,8 @@ def _install():
              wrap(socket, 'gethostname', _gethostname_for),
              wrap(os, 'uname', _os_uname_for),
              wrap(platform, 'uname', _platform_uname_for),
-             wrap(os, 'getpid', _getpid_for),
-             wrap(os, 'getpgrp', _getpgrp_for),
+             wrap(os, 'getpid', _rank_pid_else),
+             wrap(os, 'getpgrp', _rank_pid_else),
              wrap(os, 'getpgid', _getpgid_for),
              wrap(time, 'process_time', _process_time_for),
              wrap(time, 'process_time_ns',
