@@ -131,6 +131,7 @@ class EpochLog:
     def __init__(self):
         self._lock = threading.Lock()
         self._epoch = 0
+        self._copies = None     # the windows as the epoch began
         self._reset()
 
     def _reset(self):
@@ -153,7 +154,7 @@ class EpochLog:
                 m.copy() for m in memories]
 
     def _check_stores(self, memories):
-        copies = getattr(self, '_copies', None)
+        copies = self._copies
         if copies is None:
             return
         bases = [m.__array_interface__['data'][0] for m in memories]
