@@ -37,6 +37,7 @@ _depth = 0
 # _TempModule to run the main script in a worker).
 _forced = {'runpy'}
 _stashed = {}           # forced modules imported before the run began
+_prepare = {}           # name -> prepare(copy), run on each rank's copy
 _outside = {}           # copies used outside any rank (after a run...)
 _busy = threading.local()
 _INSTALLED = tuple(sorted({os.path.join(os.path.abspath(p), '') for p in (
@@ -48,10 +49,14 @@ _SHARED = frozenset(('__name__', '__loader__', '__package__', '__path__',
                      '__file__', '__cached__'))
 
 
-def register_private_module(name):
+def register_private_module(name, prepare=None):
     """Execute module (or package) ``name`` once per rank while worlds
-    run, even if it is installed as a library (``--private-module``)."""
+    run, even if it is installed as a library (``--private-module``);
+    ``prepare(copy)``, if given, runs on each rank's copy once executed
+    (what a process's package ``__init__`` does to it after importing)."""
     _forced.add(name)
+    if prepare is not None:
+        _prepare[name] = prepare
 
 
 def _forced_name(name):
@@ -100,6 +105,8 @@ class RankModule(types.ModuleType):
             copies[name] = module       # first, for circular imports
             try:
                 spec.loader.exec_module(module)
+                if name in _prepare:
+                    _prepare[name](module)
             except BaseException:
                 del copies[name]
                 raise

@@ -101,6 +101,24 @@ def program_module():
     return module
 
 
+def _as_the_package_left(abi):
+    """A rank's own ``mpi4py._mpiabi`` (its registry and cached ABI are a
+    process's, and mpi4py's tests change them), in the state the package's
+    ``__init__`` left the process's copy: each process ran that too."""
+    shared = _kept.get('abi')
+    if shared is None:
+        return
+    for name, abis in shared._registry.items():
+        for each in abis:
+            abi._register(name, each)
+    abi.MPIABI, abi.LIBMPI = shared.MPIABI, shared.LIBMPI
+    abi.LIBMPI_MODE = shared.LIBMPI_MODE
+    abi.LIBMPI_PATH[:] = shared.LIBMPI_PATH
+    cached = getattr(shared._get_mpiabi, 'mpiabi', None)
+    if cached is not None:
+        abi._get_mpiabi.mpiabi = cached
+
+
 def make_package():
     """Put the stand-in ``mpi4py`` (and ``mpi4py.MPI``) in sys.modules."""
     # Submodules imported over the real MPI module import again over ours.
@@ -133,4 +151,5 @@ def make_package():
     package.MPI = module
     register_private_module('mpi4py.util')
     register_private_module('mpi4py.futures')
+    register_private_module('mpi4py._mpiabi', _as_the_package_left)
     return package

@@ -125,6 +125,18 @@ def test_mpi4py_util_pkl5_script_matches_mpiexec(size):
     _assert_same_under_mpiexec(found, size, script)
 
 
+@pytest.mark.parametrize('size', [1, 3])
+def test_mpi4py_abi_registry_is_each_process_own(size):
+    # mpi4py's test_package changes _mpiabi's registry and cached ABI
+    # while another rank's test reads them.
+    script = _script('mpiabi_probe.py')
+    found = _simulated_payloads(size, script)
+    for rank in range(size):
+        assert any("after=['mpi4py.MPI', 'mpi4py.rank{}'] abi=rank{} ".format(
+            rank, rank) in payload for _, payload in found), found
+    _assert_same_under_mpiexec(found, size, script)
+
+
 @pytest.mark.parametrize('size,relative', [(1, False), (2, False), (3, False),
                                            (2, True)])
 def test_what_a_rank_sees_of_its_process_matches_mpiexec(size, relative):
