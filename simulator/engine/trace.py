@@ -147,21 +147,46 @@ def _peer_text(peer):
 
 _SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))) + os.sep
+_PLUMBING = tuple(os.path.join(_SIMULATOR_DIR, d, '')
+                  for d in ('engine', 'tools'))
 
 
 def as_processes_traceback(tb):
     """The traceback a process would print: none of the launcher's
-    leading frames (python has none), and one frame for each call into
-    the simulator (mpi4py's compiled call is one frame; a program's
-    callback, called from it, keeps its own frames)."""
-    frames = []
+    leading frames (python has none), one frame for each call into the
+    simulated MPI (mpi4py's compiled call is one frame; a program's
+    callback, called from it, keeps its own frames), and none for the
+    engine's own plumbing (a rank's import of its copy of a module, its
+    ``warnings.warn``: in a process, the import system hides its frames
+    and ``warn`` is compiled)."""
+    kept, chunk = [], []
     while tb is not None:
-        inside = tb.tb_frame.f_code.co_filename.startswith(_SIMULATOR_DIR)
-        if not inside or frames and not frames[-1][1]:
-            frames.append((tb, inside))
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith(_SIMULATOR_DIR):
+            chunk.append(tb)
+        else:
+            _close_chunk(kept, chunk)
+            chunk = []
+            kept.append(tb)
         tb = tb.tb_next
-    for (tb, _), (after, _) in zip(frames, frames[1:]):
+    _close_chunk(kept, chunk)
+    for tb, after in zip(kept, kept[1:]):
         tb.tb_next = after
-    if frames:
-        frames[-1][0].tb_next = None
-    return frames[0][0] if frames else None
+    if kept:
+        kept[-1].tb_next = None
+    return kept[0] if kept else None
+
+
+def _close_chunk(kept, chunk):
+    """Keep the first frame of the simulated MPI in ``chunk`` (consecutive
+    simulator frames after ``kept``); an engine-only chunk leaves nothing,
+    nor do the import system's frames that led to it."""
+    if not chunk or not kept:
+        return      # none, or the launcher's leading frames
+    for tb in chunk:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PLUMBING):
+            kept.append(tb)
+            return
+    while kept and kept[-1].tb_frame.f_code.co_filename.startswith(
+            '<frozen importlib._bootstrap'):
+        kept.pop()

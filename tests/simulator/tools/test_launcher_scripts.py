@@ -286,6 +286,23 @@ def test_each_failing_rank_prints_its_own_traceback_as_under_mpiexec():
     assert os.path.join(ROOT, 'simulator', '') not in simulated.stderr
 
 
+def test_a_traceback_through_an_import_or_a_warning_is_as_under_mpiexec():
+    # A rank's import of its own copy of a module, and its warnings.warn,
+    # run through the simulator: a process shows no frames for either.
+    script = _script('fails_importing.py')
+    simulated, real = _simulate(2, script), _mpiexec(2, script)
+    assert simulated.returncode == real.returncode == 1
+
+    def said(stderr):
+        lines = [re.sub(r'^\[\d+\] ', '', line)
+                 for line in stderr.splitlines()]
+        return sorted(line for line in lines if 'File "' in line or
+                      line.startswith(('Traceback', 'ZeroDivisionError',
+                                       'UserWarning')))
+    assert said(simulated.stderr) == said(real.stderr), simulated.stderr
+    assert len(said(real.stderr)) == 7
+
+
 def test_a_threads_traceback_is_as_under_mpiexec():
     # The hook's traceback starts at threading's frame, as in a process,
     # not at the simulator's wrapper of the thread.
