@@ -234,8 +234,9 @@ def Attach_buffer(buf):
     """Attach ``buf`` for buffered sends: as over Open MPI, those above
     the eager limit hold room in it until received (the simulator counts
     the room, and writes nothing there)."""
-    if isinstance(buf, _constants.BufferAutomaticType):
-        # MPI 4.1's automatic buffering: Open MPI 5.0 rejects it.
+    if buf is None or isinstance(buf, _constants.BufferAutomaticType):
+        # MPI 4.1's automatic buffering (mpi4py reads None as it): Open
+        # MPI 5.0 rejects it.
         raise _constants.Exception(_constants.ERR_ARG, 'Attach_buffer: '
                                    'BUFFER_AUTOMATIC is MPI 4.1')
     if buffer(buf).readonly:        # any exporter, device memory too

@@ -411,7 +411,8 @@ def parse(spec, where='buffer', vector=False, writable=False,
     if isinstance(spec, InPlaceType):
         return Buffer(in_place=True)
     if spec is None:
-        return None
+        # A buffer where mpi4py wants one (a root's receive buffer...).
+        raise TypeError('message: expecting buffer or list/tuple')
     obj, counts, displs, dt = _split(spec, vector)
     if obj is None or isinstance(obj, BottomType):
         # BOTTOM / None: no memory, only an empty message fits it
