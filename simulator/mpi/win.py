@@ -27,8 +27,9 @@ local window as in mpi4py (``mpi4py.util.sync`` spins on it). For
 absolute address (``MPI.Get_address``). Differences from Open MPI:
 ``Allocate_shared`` segments are not contiguous (``Shared_query`` gives
 each rank's own segment); datatypes mixing basic types are not
-simulated, nor derived datatypes in the fetching calls (Get_accumulate,
-Fetch_and_op, Compare_and_swap).
+simulated. ``Fetch_and_op`` and ``Compare_and_swap`` with a derived
+datatype fail with ``ERR_TYPE`` (MPI requires a predefined one; Open MPI
+takes them and its ``Compare_and_swap`` ignores their displacements).
 """
 import threading
 
@@ -681,8 +682,9 @@ class Win(bytearray, Attributes, HandleMixin):
                 derived=True):
         """The origin Buffer and the target of an operation, checked: the
         target a view of the window's memory, or for a derived target
-        datatype (``derived``: the operation takes one) a
-        :class:`_Scattered`."""
+        datatype a :class:`_Scattered`. Without ``derived`` (MPI wants a
+        predefined datatype in the call) a derived one fails with
+        ``ERR_TYPE``."""
         shared = self._s
         if target_rank == PROC_NULL:
             return None, None
@@ -718,15 +720,20 @@ class Win(bytearray, Attributes, HandleMixin):
         if count_of is not None:
             count = count_of
         dtype = getattr(datatype, 'dtype', None)
-        for what, dt in (('target', datatype), ('origin', buf.datatype)):
+        for what, dt in (('origin', buf.datatype), ('target', datatype)):
             # Windows move elements of one basic type: a struct mixing
             # types would need its typemap matched element by element.
             base = getattr(dt, 'dtype', None)
-            mixed = base is None or bool(base.fields) or base.kind == 'V'
-            if mixed or not (derived or getattr(dt, 'is_predefined', True)):
-                raise not_simulated('Win.{} with {} datatype {!r} ({})'.format(
-                    op, what, dt, 'several basic types in one datatype, in '
-                    'RMA' if mixed else 'derived datatypes in this call'))
+            if base is None or bool(base.fields) or base.kind == 'V':
+                raise not_simulated('Win.{} with {} datatype {!r} (several '
+                                    'basic types in one datatype, in RMA)'
+                                    .format(op, what, dt))
+            if not (derived or getattr(dt, 'is_predefined', True)):
+                # Open MPI takes some and gets them wrong (its
+                # Compare_and_swap ignores the type's displacements).
+                raise MPIException(ERR_TYPE, 'Win.{}: {} datatype {!r} is '
+                                   'derived; MPI requires a predefined '
+                                   'datatype here'.format(op, what, dt))
         if dtype != buf.data.dtype:
             raise MPIException(ERR_TYPE, 'Win.{}: origin holds {} but the '
                                'target datatype is {}'.format(
@@ -909,13 +916,14 @@ class Win(bytearray, Attributes, HandleMixin):
         """Fetch the target into ``result``, then accumulate ``origin``."""
         op = OP_NAMES['SUM'] if op is None else op
         buf, view = self._target('Get_accumulate', origin, target_rank,
-                                 target, derived=False)
+                                 target)
         origin_data = None if view is None or op == _NO_OP else \
             buf.data[:view.size]
         if view is None:
             return
-        out = parse(result, 'Win.Get_accumulate result buffer')
-        if out.count < view.size or out.datatype.dtype != view.dtype:
+        # A derived result type gives a packed copy, flushed at the end.
+        out = parse(result, 'Win.Get_accumulate result buffer', packed=True)
+        if out.count < view.size or out.data.dtype != view.dtype:
             raise MPIException(ERR_TYPE, 'Win.Get_accumulate: result '
                                'buffer does not hold {} {}'.format(
                                    view.size, view.dtype))
@@ -927,8 +935,10 @@ class Win(bytearray, Attributes, HandleMixin):
         fetched = self._touch('Get_accumulate', _kind(op), target_rank,
                               view, fetch_and_apply)
         self._defer('Get_accumulate', target_rank,
-                    sent=[] if origin_data is None else [origin_data],
-                    results=[(out.data[:view.size], fetched)])
+                    sent=[] if origin_data is None else _program_memory(
+                        buf, origin_data),
+                    results=[(out.data[:view.size], fetched)],
+                    flush=out.flush if out.scatter is not None else None)
         if op != _NO_OP:
             self._changed()
 

@@ -481,3 +481,77 @@ def test_derived_datatypes_place_elements_at_origin_and_target(mpi_comm,
         win.Free()
         column.Free()
         pattern.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_get_accumulate_takes_derived_datatypes(mpi_comm, MPI):
+    # A column of the right rank's 4x4 window as target, origin or
+    # result type (vector types of one basic type), as Open MPI places
+    # them: fetched into the result, then combined with the origin.
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    right = (rank + 1) % size
+    column = MPI.INT.Create_vector(4, 1, 4).Commit()
+    mem = np.arange(16, dtype='i') * 10 + 1000 * rank
+    win = MPI.Win.Create(mem, mem.itemsize, comm=mpi_comm)
+    base = np.arange(16, dtype='i') * 10 + 1000 * right
+    try:
+        win.Lock(right, MPI.LOCK_EXCLUSIVE)
+        fetched = np.zeros(4, dtype='i')
+        win.Get_accumulate(np.ones(4, dtype='i'), fetched, right,
+                           (1, 1, column), MPI.SUM)
+        origin = np.arange(16, dtype='i')
+        first = np.zeros(4, dtype='i')
+        win.Get_accumulate([origin, 1, column], first, right,
+                           (0, 4, MPI.INT), MPI.SUM)
+        spread = np.full(16, -1, dtype='i')
+        win.Get_accumulate(np.zeros(4, dtype='i'), [spread, 1, column],
+                           right, (8, 4, MPI.INT), MPI.NO_OP)
+        replaced = np.zeros(4, dtype='i')
+        win.Rget_accumulate([origin + 100, 1, column], replaced, right,
+                            (3, 1, column), MPI.REPLACE).Wait()
+        win.Unlock(right)
+        assert fetched.tolist() == base[1::4].tolist()
+        assert first.tolist() == (base[:4] + [0, 1, 0, 0]).tolist()
+        assert spread[::4].tolist() == (base[8:12] + [0, 1, 0, 0]).tolist()
+        assert (np.delete(spread, range(0, 16, 4)) == -1).all()
+        assert replaced.tolist() == (base[3::4] + [12, 0, 0, 0]).tolist()
+        mpi_comm.Barrier()
+        win.Lock(rank, MPI.LOCK_SHARED)
+        win.Unlock(rank)
+        mine = np.arange(16, dtype='i') * 10 + 1000 * rank
+        mine[1::4] += 1
+        mine[:4] += origin[::4]
+        mine[3::4] = origin[::4] + 100
+        assert mem.tolist() == mine.tolist()
+    finally:
+        win.Free()
+        column.Free()
+
+
+@pytest.mark.simulator_only(
+    'MPI requires a predefined datatype there; Open MPI takes derived '
+    'ones (its Compare_and_swap ignores their displacements)')
+@pytest.mark.parametrize('call', ['Fetch_and_op', 'Compare_and_swap'])
+def test_fetch_and_op_and_compare_and_swap_refuse_derived_datatypes(call):
+    import simulator
+    MPI = simulator.mpi
+
+    def body(comm):
+        one = MPI.INT.Create_indexed([1], [2]).Commit()
+        win = MPI.Win.Allocate(16, 4, comm=comm)
+        win.Lock(0, MPI.LOCK_SHARED)
+        spec = [np.zeros(4, dtype='i'), 1, one]
+        with pytest.raises(MPI.Exception) as err:
+            if call == 'Fetch_and_op':
+                win.Fetch_and_op(spec, [np.zeros(4, dtype='i'), 1, one], 0)
+            else:
+                win.Compare_and_swap(spec, [np.zeros(4, dtype='i'), 1, one],
+                                     [np.zeros(4, dtype='i'), 1, one], 0)
+        win.Unlock(0)
+        win.Free()
+        one.Free()
+        return err.value.Get_error_class(), str(err.value)
+    error, message = simulator.run(body, 1)[0]
+    assert error == MPI.ERR_TYPE
+    assert 'Win.{}: origin datatype'.format(call) in message
+    assert 'is derived; MPI requires a predefined datatype' in message
