@@ -50,10 +50,12 @@ class OverlappingBuffersError(SimulatorError):
 
 
 class RMAConflictError(SimulatorError):
-    """Two ranks reached the same bytes of a window in one fence epoch
-    with operations whose outcome depends on their order (MPI leaves it
-    undefined: a Put and a Get of changed bytes, two Puts of different
-    bytes, accumulates with different ops)."""
+    """Two operations reached the same bytes of a window, unordered (in
+    one fence or exposure epoch, or in overlapping shared lock epochs),
+    and the outcome depends on their order (MPI leaves it undefined: a
+    Put and a Get of changed bytes, two Puts of different bytes,
+    accumulates with different ops); or a store raced an access in a
+    fence epoch."""
 
 
 class FinalizedError(SimulatorError):

@@ -11,14 +11,22 @@ one already made raises :class:`~simulator.errors.RMAConflictError`
 when the order would show: the bytes some operation wrote differ in the
 overlap (two Puts of the same bytes, as mpi4py's own tests make, or a
 Get beside a Put that rewrote a byte with its old value, do not).
-Passive target (Lock) and Post/Start epochs are not checked.
+
+The same rule holds within one exposure epoch (``Post`` .. ``Wait``) of
+a target (:class:`ExposureLog`): the origins' ``Complete`` does not
+complete their accesses at the target, only its ``Wait`` does. In
+passive target epochs (:class:`LockLog`) two accesses are reported
+only when they overlap in time: one made while the other's origin has
+not yet completed it by a Flush or Unlock, which no synchronisation can
+order (see there for what is left out, and why).
 
 A load/store is the other half: a window's memory written by the
 program (not through RMA) in the fence epoch in which an operation
 reached the same bytes. Each ``Fence`` keeps a copy of the windows (all
 ranks are inside it: nothing moves), and the next one replays the
 epoch's accesses over it: bytes that differ from what the accesses saw
-or left were stored to in between.
+or left were stored to in between. Stores in exposure and passive
+target epochs are not checked.
 """
 import threading
 
@@ -26,7 +34,8 @@ import numpy as np
 
 from simulator.errors import RMAConflictError
 
-__all__ = ['Access', 'EpochLog', 'is_padded', 'settled_bytes']
+__all__ = ['Access', 'EpochLog', 'ExposureLog', 'LockLog', 'is_padded',
+           'settled_bytes']
 
 _MASKS = {}
 
@@ -86,14 +95,17 @@ def settled_bytes(view):
 
 class Access:
     """One operation on a window's bytes ``start``..``end`` (addresses):
-    ``kind`` 'get', 'put' or an accumulate's op name; ``before`` and
-    ``after`` the bytes there around it."""
+    ``kind`` 'get', 'put', 'compare-and-swap' or 'accumulate ' and an
+    accumulate's op name ('accumulate MPI_NO_OP' reads); ``before`` and
+    ``after`` the bytes there around it; ``origin`` and ``target``
+    window ranks, ``base`` the address of the target memory (or attached
+    region) that holds it."""
 
     __slots__ = ('origin', 'kind', 'start', 'end', 'before', 'after',
-                 'record', 'padded')
+                 'record', 'padded', 'target', 'base', 'retired')
 
     def __init__(self, origin, kind, start, before, after, record,
-                 padded=False):
+                 padded=False, target=None, base=None):
         self.origin = origin
         self.kind = kind
         self.start = start
@@ -102,6 +114,9 @@ class Access:
         self.after = after
         self.record = record
         self.padded = padded    # settled bytes: not the memory's own
+        self.target = target
+        self.base = start if base is None else base
+        self.retired = False    # completed: races with nothing now
 
     def _part(self, data, lo, hi):
         return data[lo - self.start:hi - self.start]
@@ -112,6 +127,14 @@ class Access:
 
 
 def _conflict(a, b, lo, hi):
+    if a.origin == b.origin:
+        # Unordered in MPI as well, but only passive target epochs
+        # check one origin's accesses (_passive_conflict).
+        return False
+    return _order_shows(a, b, lo, hi)
+
+
+def _order_shows(a, b, lo, hi):
     if a.kind == 'put' and b.kind == 'put':
         return a._part(a.after, lo, hi) != b._part(b.after, lo, hi)
     if a.kind == b.kind and a.kind != 'get':
@@ -120,9 +143,66 @@ def _conflict(a, b, lo, hi):
 
 
 # Accesses are found by the 64-byte blocks they touch; one over more than
-# _WIDE blocks is checked against all the epoch's accesses instead.
+# _WIDE blocks is checked against all the log's accesses instead.
 _BLOCK = 6
 _WIDE = 256
+
+
+class _Index:
+    """Accesses by the window bytes they touch. :meth:`retire` drops
+    accesses (marked, then compacted away once they are half the index),
+    so a log that keeps only what can still race stays that size."""
+
+    def __init__(self):
+        self.all = []
+        self._blocks = {}
+        self._wide = []
+        self._retired = 0
+
+    def clashes(self, access, conflict):
+        """The first live access overlapping ``access`` where
+        ``conflict(other, access, lo, hi)``: (other, lo, hi) or None."""
+        first, last, wide = _span(access)
+        if wide:
+            candidates = self.all
+        else:
+            candidates = list(self._wide)
+            for block in range(first, last + 1):
+                candidates += self._blocks.get(block, ())
+        for other in candidates:
+            if other.retired:
+                continue
+            lo = max(other.start, access.start)
+            hi = min(other.end, access.end)
+            if lo < hi and conflict(other, access, lo, hi):
+                return other, lo, hi
+        return None
+
+    def add(self, access):
+        first, last, wide = _span(access)
+        self.all.append(access)
+        if wide:
+            self._wide.append(access)
+        else:
+            for block in range(first, last + 1):
+                self._blocks.setdefault(block, []).append(access)
+
+    def retire(self, accesses):
+        for access in accesses:
+            access.retired = True
+        self._retired += len(accesses)
+        if self._retired * 2 > len(self.all):
+            live = [a for a in self.all if not a.retired]
+            self.all, self._blocks, self._wide = [], {}, []
+            self._retired = 0
+            for access in live:
+                self.add(access)
+
+
+def _span(access):
+    first = access.start >> _BLOCK
+    last = (access.end - 1) >> _BLOCK
+    return first, last, last - first >= _WIDE
 
 
 class EpochLog:
@@ -132,12 +212,7 @@ class EpochLog:
         self._lock = threading.Lock()
         self._epoch = 0
         self._copies = None     # the windows as the epoch began
-        self._reset()
-
-    def _reset(self):
-        self._all = []
-        self._blocks = {}
-        self._wide = []
+        self._index = _Index()
 
     def boundary(self, epoch, memories):
         """At a Fence, all ranks inside it: raise RMAConflictError if the
@@ -145,10 +220,10 @@ class EpochLog:
         keep a copy of ``memories`` (window rank -> uint8 array) for the
         epoch ``epoch`` that begins."""
         with self._lock:
-            if self._epoch == epoch - 1 and self._all:
+            if self._epoch == epoch - 1 and self._index.all:
                 self._check_stores(memories)
             self._epoch = epoch
-            self._reset()
+            self._index = _Index()
             total = sum(m.nbytes for m in memories)
             self._copies = None if total > _COPY_LIMIT else [
                 m.copy() for m in memories]
@@ -159,7 +234,7 @@ class EpochLog:
             return
         bases = [m.__array_interface__['data'][0] for m in memories]
         replay, reached = {}, {}
-        for access in self._all:
+        for access in self._index.all:
             where = _locate(bases, memories, access)
             if where is None or access.padded:
                 continue
@@ -178,33 +253,133 @@ class EpochLog:
     def note(self, epoch, access):
         """Keep ``access`` (made in fence epoch ``epoch``); raise
         RMAConflictError if its order against another origin's shows."""
-        first = access.start >> _BLOCK
-        last = (access.end - 1) >> _BLOCK
-        wide = last - first >= _WIDE
         with self._lock:
             if epoch != self._epoch:
                 # A rank in a newer epoch: every rank has left the older.
                 self._epoch = epoch
-                self._reset()
-            if wide:
-                candidates = self._all
-            else:
-                candidates = list(self._wide)
-                for block in range(first, last + 1):
-                    candidates += self._blocks.get(block, ())
-            for other in candidates:
-                if other.origin == access.origin:
-                    continue
-                lo = max(other.start, access.start)
-                hi = min(other.end, access.end)
-                if lo < hi and _conflict(other, access, lo, hi):
-                    raise RMAConflictError(_describe(other, access, lo, hi))
-            self._all.append(access)
-            if wide:
-                self._wide.append(access)
-            else:
-                for block in range(first, last + 1):
-                    self._blocks.setdefault(block, []).append(access)
+                self._index = _Index()
+            clash = self._index.clashes(access, _conflict)
+            if clash is not None:
+                other, lo, hi = clash
+                raise RMAConflictError(_describe(
+                    other, access, lo, hi, _FENCE))
+            self._index.add(access)
+
+
+class ExposureLog:
+    """The accesses of each open exposure epoch (``Post`` .. ``Wait``) of
+    a window's ranks. MPI completes them at the target only at its
+    ``Wait``: a ``Complete`` and a message after it do not order one
+    origin's accesses before another's, so within one exposure epoch
+    they are as unordered as in a fence epoch (the same rule)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._epochs = {}       # (target, exposure number) -> _Index
+
+    def note(self, target, exposure, access):
+        """Keep ``access`` (to ``target`` in its exposure epoch number
+        ``exposure``); raise RMAConflictError if its order against
+        another origin's shows."""
+        with self._lock:
+            index = self._epochs.setdefault((target, exposure), _Index())
+            clash = index.clashes(access, _conflict)
+            if clash is not None:
+                other, lo, hi = clash
+                raise RMAConflictError(_describe(
+                    other, access, lo, hi, _EXPOSURE, target))
+            index.add(access)
+
+    def end(self, target, exposure):
+        """``target``'s Wait ended exposure epoch ``exposure``."""
+        with self._lock:
+            self._epochs.pop((target, exposure), None)
+
+
+class LockLog:
+    """The accesses made in shared passive target epochs (``Lock`` with
+    ``LOCK_SHARED``, ``Lock_all``) that their origin has not completed
+    yet (``Flush``/``Unlock`` of the target).
+
+    Two such epochs of different origins on one target are ordered only
+    if one origin completes its accesses and then, through a message, a
+    barrier or anything else, the other learns of it before its own. The
+    simulator keeps no happens-before relation, so it reports only what
+    needs none: an access made while a conflicting access to the same
+    bytes is not yet completed by its origin. No synchronisation can
+    order the two then (the first is complete only at its origin's later
+    Flush/Unlock, the second was not made yet when the first was), so a
+    correct program is never reported; epochs that merely did not
+    overlap in this run are not reported either (a racy program may pass
+    when its ranks happen to run one after the other). One origin's own
+    accesses are unordered too until it completes them (two Puts of
+    different bytes before a Flush), but for its accumulates, which MPI
+    orders. Exclusive locks serialize epochs: their accesses are neither
+    kept nor checked. Request-based reads (``Rget``,
+    ``Rget_accumulate``) complete with their request, so they are
+    checked and not kept. Among accumulate-family calls of different
+    origins MPI makes those with one op, or ``NO_OP``, atomic
+    (``REPLACE`` with ``Compare_and_swap`` too, as ``mpi4py.util.sync``
+    relies on): passive target code spins on them by design, so their
+    order is no race here.
+
+    The target's own loads and stores are not checked against these
+    accesses: in the unified memory model a target may poll its window
+    and act on what lands there (``mpi4py.util.sync`` does), an order the
+    simulator cannot see."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._index = _Index()
+        self._open = {}         # (origin, target) -> its accesses kept
+
+    def note(self, access, keep=True):
+        """Check ``access`` (from ``access.origin`` to ``access.target``)
+        against the accesses of other origins not completed yet, raising
+        RMAConflictError on a conflict; keep it (``keep``) until its
+        origin completes it (:meth:`complete`)."""
+        with self._lock:
+            clash = self._index.clashes(access, _passive_conflict)
+            if clash is not None:
+                other, lo, hi = clash
+                raise RMAConflictError(_describe(
+                    other, access, lo, hi, _PASSIVE,
+                    other.record.rank))
+            if keep:
+                self._index.add(access)
+                self._open.setdefault((access.origin, access.target),
+                                      []).append(access)
+
+    def complete(self, origin, target=None):
+        """``origin`` completed its accesses to ``target`` (None: to
+        every target) by a Flush or Unlock: they can race no more."""
+        with self._lock:
+            keys = [(origin, target)] if target is not None else [
+                key for key in self._open if key[0] == origin]
+            done = []
+            for key in keys:
+                done += self._open.pop(key, ())
+            if done:
+                self._index.retire(done)
+
+
+def _atomic_op(access):
+    """An accumulate-family access's op ('MPI_SUM', 'MPI_NO_OP', 'CAS'),
+    or None for a Put or Get."""
+    if access.kind.startswith('accumulate '):
+        return access.kind[len('accumulate '):]
+    return 'CAS' if access.kind == 'compare-and-swap' else None
+
+
+def _passive_conflict(a, b, lo, hi):
+    ops = {_atomic_op(a), _atomic_op(b)}
+    if None not in ops and (a.origin == b.origin or len(ops) == 1 or
+                            'MPI_NO_OP' in ops or
+                            ops == {'MPI_REPLACE', 'CAS'}):
+        # MPI orders one origin's accumulates to a location, and makes
+        # those of one op (or NO_OP) atomic against each other.
+        return False
+    return _order_shows(a, b, lo, hi)
 
 
 # Windows larger than this (all ranks' memory) are not copied at each
@@ -228,11 +403,35 @@ def _stored(target, access, when):
                 target, access.record.rank, access.record.describe(), when))
 
 
-def _describe(first, second, lo, hi):
-    return ('rank {} {} and rank {} {} reach the same {} byte(s) of a '
-            'window in one fence epoch, and their order shows in the '
+_FENCE = 'in one fence epoch'
+_EXPOSURE = ('in one exposure epoch (Post .. Wait) of rank {}, where MPI '
+             'orders no two origins\' accesses (a Complete does not '
+             'complete them at the target: only its Wait does)')
+_PASSIVE = ('in concurrent passive target epochs (shared locks), the '
+            'first not completed yet by a Flush or Unlock of rank {} when '
+            'the second was made, so no synchronisation orders them')
+_REMEDY = {
+    _FENCE: 'Separate them with a Fence, or use accumulates with one op',
+    _EXPOSURE: 'Put them in different exposure epochs (Post .. Wait), or '
+               'use accumulates with one op',
+    _PASSIVE: 'Complete the first (Flush or Unlock) before the second '
+              'is made (from another rank: then tell that rank, by a '
+              'message or a barrier), lock with LOCK_EXCLUSIVE, or use '
+              'accumulates with one op',
+}
+
+
+def _describe(first, second, lo, hi, epoch, *args):
+    """The report of ``first`` and ``second`` clashing on addresses
+    ``lo``..``hi``, in an epoch described by template ``epoch``
+    (formatted with ``args``)."""
+    return ('rank {} {} and rank {} {} reach the same {} byte(s) of {} '
+            'window (bytes {}..{}) {}, and their order shows in the '
             'result: MPI leaves it undefined (a real MPI may apply either '
-            'first). Separate them with a Fence, or use accumulates with '
-            'one op'.format(
+            'first). {}'.format(
                 first.record.rank, first.record.describe(),
-                second.record.rank, second.record.describe(), hi - lo))
+                second.record.rank, second.record.describe(), hi - lo,
+                'a' if first.target is None else
+                'rank {}\'s'.format(first.target),
+                lo - first.base, hi - first.base - 1,
+                epoch.format(*args), _REMEDY[epoch]))

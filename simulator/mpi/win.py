@@ -31,6 +31,7 @@ simulated. ``Fetch_and_op`` and ``Compare_and_swap`` with a derived
 datatype fail with ``ERR_TYPE`` (MPI requires a predefined one; Open MPI
 takes them and its ``Compare_and_swap`` ignores their displacements).
 """
+import collections
 import threading
 
 import numpy as np
@@ -54,8 +55,8 @@ from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
 from simulator.mpi.memory import buffer
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
-from simulator.mpi.rma_races import (Access, EpochLog, is_padded,
-                                     settled_bytes)
+from simulator.mpi.rma_races import (Access, EpochLog, ExposureLog,
+                                     LockLog, is_padded, settled_bytes)
 from simulator.mpi.unsupported import not_simulated
 from simulator.mpi.values import VALUES
 
@@ -93,6 +94,8 @@ class _Shared:
         self.regions = [[] for _ in group]  # dynamic: (address, array)
         self.mutex = threading.Lock()
         self.races = EpochLog()         # the fence epoch's accesses
+        self.exposed = ExposureLog()    # those of open Post epochs
+        self.locked = LockLog()         # those of shared lock epochs
         # Per target: the exclusive holder (window rank) and the number
         # of shared holders; changed under the world lock.
         self.exclusive = [None] * len(group)
@@ -103,6 +106,11 @@ class _Shared:
         self.posts = [[0] * n for _ in range(n)]
         self.starts = [[0] * n for _ in range(n)]
         self.completes = [[0] * n for _ in range(n)]
+        # Per (target, origin): the numbers of the target's exposure
+        # epochs posted to the origin and not started on yet.
+        self.exposures = [0] * n
+        self.unstarted = [[collections.deque() for _ in range(n)]
+                          for _ in range(n)]
 
 
 class Win(bytearray, Attributes, HandleMixin):
@@ -160,6 +168,8 @@ class Win(bytearray, Attributes, HandleMixin):
         win._locks = {}             # target -> lock type held
         win._lock_all = False
         win._started = win._exposed = None     # Start / Post epochs
+        win._exposure = 0           # the number of this rank's Post
+        win._request = None         # the R-call running (Rget...)
         win._pending = []           # (target, finish) not yet completed
         win._attrs = {}
         return win
@@ -520,6 +530,7 @@ class Win(bytearray, Attributes, HandleMixin):
                                'locked by this rank'.format(rank))
         lock_type, counted = held
         self._complete('Win.Unlock', rank)
+        self._s.locked.complete(self._rank, rank)
         if counted:
             self._release([rank], lock_type)
 
@@ -531,6 +542,7 @@ class Win(bytearray, Attributes, HandleMixin):
                                'Lock_all')
         counted = self._lock_all[1]
         self._complete('Win.Unlock_all')
+        shared.locked.complete(self._rank)
         self._lock_all = False
         if counted:
             self._release(range(len(shared.group)), LOCK_SHARED)
@@ -555,12 +567,14 @@ class Win(bytearray, Attributes, HandleMixin):
         if rank != PROC_NULL:
             self._check_rank(rank, 'Flush')
             self._complete('Win.Flush', rank)
+            self._s.locked.complete(self._rank, rank)
         self._poll('Win.Flush')
 
     def Flush_all(self):
         """Complete the operations to every rank."""
         self._in_passive_epoch('Flush_all')
         self._complete('Win.Flush_all')
+        self._s.locked.complete(self._rank)
         self._poll('Win.Flush_all')
 
     def Flush_local(self, rank):
@@ -603,8 +617,11 @@ class Win(bytearray, Attributes, HandleMixin):
         origins = self._window_ranks(group, 'Post')
         world = shared.world
         with world.lock:
+            shared.exposures[self._rank] += 1
+            self._exposure = shared.exposures[self._rank]
             for o in origins:
                 shared.posts[self._rank][o] += 1
+                shared.unstarted[self._rank][o].append(self._exposure)
             world.version += 1
             for o in origins:
                 world.wake(shared.group[o])
@@ -627,7 +644,10 @@ class Win(bytearray, Attributes, HandleMixin):
                 record)
             for t in targets:
                 shared.starts[t][me] += 1
-        self._started = targets
+            # target -> the number of its exposure epoch started on
+            started = {t: shared.unstarted[t][me].popleft()
+                       for t in targets}
+        self._started = started
 
     def Complete(self):
         """End the access epoch of Start."""
@@ -661,6 +681,7 @@ class Win(bytearray, Attributes, HandleMixin):
             world.raise_if_broken(shared.group[self._rank])
             world.block(self._all_completed, self._record('Win.Wait'))
         self._exposed = None
+        shared.exposed.end(self._rank, self._exposure)
 
     def Test(self):
         """Wait if every origin completed (True), else False at once."""
@@ -675,6 +696,7 @@ class Win(bytearray, Attributes, HandleMixin):
                 world.note_poll(self._record('Win.Test'))
         if done:
             self._exposed = None
+            shared.exposed.end(self._rank, self._exposure)
         return done
 
     # -- one-sided operations ------------------------------------------------
@@ -829,30 +851,62 @@ class Win(bytearray, Attributes, HandleMixin):
         the window's mutex and return what it returns. ``target`` is
         ``view``, or for a derived target datatype (a :class:`_Scattered`)
         its elements gathered, and scattered back after but for a read;
-        those byte ranges stay outside the race checks. In a fence epoch
-        a view's access is noted, and an order-dependent conflict with
-        another rank's raises (see :mod:`.rma_races`)."""
+        those byte ranges stay outside the race checks. In a fence,
+        exposure or shared lock epoch a view's access is noted, and an
+        order-dependent conflict with another rank's raises (see
+        :mod:`.rma_races`)."""
+        reads = kind in ('get', _kind(_NO_OP))
         if isinstance(view, _Scattered):
             with self._s.mutex:
                 values = view.gather()
                 result = apply(values)
-                if kind != 'get':
+                if not reads:
                     view.scatter(values)
             return result
-        watched = self._fence and not (self._locks or self._lock_all or
-                                       self._started)
+        note = self._race_log(target_rank)
         with self._s.mutex:
-            before = settled_bytes(view) if watched else None
+            before = settled_bytes(view) if note else None
             result = apply(view)
             # (A read leaves the target as it was: one copy serves.)
-            after = before if kind == 'get' or not watched else \
-                settled_bytes(view)
-        if watched:
-            self._s.races.note(self._epoch, Access(
-                self._rank, kind, view.__array_interface__['data'][0],
-                before, after, self._record('Win.' + op, target_rank),
-                is_padded(view.dtype)))
+            after = before if reads or not note else settled_bytes(view)
+        if note:
+            start = view.__array_interface__['data'][0]
+            note(Access(self._rank, kind, start, before, after,
+                        self._record('Win.' + op, target_rank),
+                        is_padded(view.dtype), target_rank,
+                        self._base(target_rank, start)))
         return result
+
+    def _race_log(self, target_rank):
+        """Where an access to ``target_rank`` is noted (a function of the
+        :class:`Access`), by the epoch it is made in; None: nowhere (an
+        exclusive lock orders it)."""
+        shared = self._s
+        held = self._locks.get(target_rank)
+        if held is not None or self._lock_all:
+            if held is not None and held[0] == LOCK_EXCLUSIVE:
+                return None
+            # A request-based read is complete once its request is.
+            keep = self._request not in ('Rget', 'Rget_accumulate')
+            return lambda access: shared.locked.note(access, keep)
+        if self._started and target_rank in self._started:
+            exposure = self._started[target_rank]
+            return lambda access: shared.exposed.note(target_rank, exposure,
+                                                      access)
+        if self._fence and not (self._locks or self._started):
+            epoch = self._epoch
+            return lambda access: shared.races.note(epoch, access)
+        return None
+
+    def _base(self, target_rank, address):
+        """The address of the memory of ``target_rank`` holding
+        ``address`` (its window, or the attached region)."""
+        shared = self._s
+        if shared.flavor == FLAVOR_DYNAMIC:
+            for start, array in shared.regions[target_rank]:
+                if start <= address < start + array.nbytes:
+                    return start
+        return shared.memories[target_rank].__array_interface__['data'][0]
 
     def Put(self, origin, target_rank, target=None):
         """Write ``origin`` into ``target_rank``'s window."""
@@ -991,7 +1045,11 @@ class Win(bytearray, Attributes, HandleMixin):
     def _completed_now(self, op, call, *args):
         self._in_passive_epoch(op)
         pending = len(self._pending)
-        call(*args)
+        self._request = op
+        try:
+            call(*args)
+        finally:
+            self._request = None
         done, self._pending = (self._pending[pending:],
                                self._pending[:pending])
         for _, finish in done:
@@ -1056,8 +1114,8 @@ def _program_memory(buf, sent):
 
 
 def _kind(op):
-    """An accumulate's kind for the race check: its op (NO_OP reads)."""
-    return 'get' if op == _NO_OP else 'accumulate ' + op.name
+    """An accumulate's kind for the race check: its op's name."""
+    return 'accumulate ' + op.name
 
 
 def _single(*named):
