@@ -215,6 +215,16 @@ def _check_op(op, dtype=None, where=None, datatype=None):
     return op
 
 
+def _op_name(op):
+    """How a collective's record names the ``op`` of an object reduction
+    (``allreduce``...): an ``Op`` or any callable of two objects, which
+    mpi4py calls as it is, when it has two objects (every rank's lambda
+    of one line has one name)."""
+    if isinstance(op, Op):
+        return op.name
+    return getattr(op, '__qualname__', None) or type(op).__name__
+
+
 # Which NumPy kinds MPI defines each predefined reduction for
 # (C integer, floating point, complex, logical = bool).
 _OP_KINDS = {'MPI_SUM': 'iufc', 'MPI_PROD': 'iufc', 'MPI_MAX': 'iuf',
@@ -819,8 +829,7 @@ class Collectives:
     def allreduce(self, sendobj, op=SUM):
         """Reduce every rank's object with ``op`` (mpi4py's binomial tree,
         lower ranks on the left); all ranks get it."""
-        op = _check_op(op)
-        return _run(self, 'allreduce', (('op', op.name),),
+        return _run(self, 'allreduce', (('op', _op_name(op)),),
                     pickling.dumps(sendobj),
                     lambda s, slot: pickling.loads(slot.result),
                     combine=_reduce_objects(op))
@@ -828,9 +837,8 @@ class Collectives:
     def reduce(self, sendobj, op=SUM, root=0):
         """Reduce every rank's object with ``op`` at ``root``; None
         elsewhere."""
-        op = _check_op(op)
         root = self._root(root)
-        return _run(self, 'reduce', (('op', op.name), ('root', root)),
+        return _run(self, 'reduce', (('op', _op_name(op)), ('root', root)),
                     pickling.dumps(sendobj),
                     lambda s, slot: pickling.loads(slot.result)
                     if s.rank == root else None,
@@ -838,16 +846,14 @@ class Collectives:
 
     def scan(self, sendobj, op=SUM):
         """Inclusive prefix reduction of objects over ranks 0..rank."""
-        op = _check_op(op)
-        return _run(self, 'scan', (('op', op.name),),
+        return _run(self, 'scan', (('op', _op_name(op)),),
                     pickling.dumps(sendobj),
                     lambda s, slot: pickling.loads(slot.result[s.rank]),
                     combine=_prefix(op, False))
 
     def exscan(self, sendobj, op=SUM):
         """Exclusive prefix reduction (None on rank 0)."""
-        op = _check_op(op)
-        return _run(self, 'exscan', (('op', op.name),),
+        return _run(self, 'exscan', (('op', _op_name(op)),),
                     pickling.dumps(sendobj),
                     lambda s, slot: pickling.loads(slot.result[s.rank]),
                     combine=_prefix(op, True))

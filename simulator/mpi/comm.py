@@ -15,6 +15,7 @@ from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import AbortError
 from simulator.mpi import dynamic
+from simulator.mpi.cargs import c_int
 from simulator.mpi.coll import Collectives
 from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                      CONGRUENT, ERR_ARG, ERR_COMM, ERR_GROUP,
@@ -256,25 +257,28 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
     # -- checks ---------------------------------------------------------
     def _peer(self, peer, what, allow_any):
         size = len(self._s.peers)
+        peer = c_int(peer)
         if peer == PROC_NULL or (allow_any and peer == ANY_SOURCE):
             return peer
-        if not isinstance(peer, int) or not 0 <= peer < size:
+        if not 0 <= peer < size:
             raise MPIException(ERR_RANK, '{} rank {!r} is not in {} of '
                                'size {}'.format(what, peer, self._s.name,
                                                 size))
         return peer
 
     def _tag(self, tag, allow_any):
+        tag = c_int(tag)
         if allow_any and tag == ANY_TAG:
             return tag
-        if not isinstance(tag, int) or tag < 0:
+        if tag < 0:
             raise MPIException(ERR_TAG, 'tag {!r} on {} must be an int '
                                '>= 0'.format(tag, self._s.name))
         return tag
 
     def _root(self, root):
         size = len(self._s.group)
-        if not isinstance(root, int) or not 0 <= root < size:
+        root = c_int(root)
+        if not 0 <= root < size:
             raise MPIException(ERR_ROOT, 'root {!r} is not a rank of {} '
                                '(size {})'.format(root, self._s.name, size))
         return root
@@ -289,21 +293,18 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
 
     @staticmethod
     def _check_split(op, color, key):
-        for name, value in (('color', color), ('key', key)):
-            if not isinstance(value, int):
-                # mpi4py converts to a C int: TypeError, like its own.
-                raise TypeError('{}: {} must be an integer, got {!r}'.format(
-                    op, name, value))
+        color, key = c_int(color), c_int(key)
         if color != UNDEFINED and color < 0:
             raise MPIException(ERR_ARG, 'Split color must be an int >= 0 '
                                'or UNDEFINED, got {!r}'.format(color))
+        return color, key
 
     def _split(self, op, color, key):
         s = self._s
         seq = s.next_seq()
         record = CallRecord(op, s.world_rank, None, None, s.name, seq,
                             raw=capture(3))
-        self._check_split(op, color, key)
+        color, key = self._check_split(op, color, key)
 
         def combine(args):
             groups = {}
@@ -481,7 +482,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         if s.world_rank not in members:
             raise MPIException(ERR_GROUP, 'Create_group: rank {} is not in '
                                'the group {}'.format(s.rank, list(members)))
-        self._tag(tag, False)
+        tag = self._tag(tag, False)
         # Members number their Create_group calls per (group, tag): the
         # n-th call of each member makes the same communicator.
         key = ('Create_group', s.ctx, members, tag)

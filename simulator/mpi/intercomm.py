@@ -809,7 +809,6 @@ class InterOps:
 
     def allreduce(self, sendobj, op=SUM):
         """Reduce the other group's objects with ``op`` (mpi4py's tree)."""
-        op = _check_op(op)
         s = self._s
 
         def finish(st, slot):
@@ -822,7 +821,6 @@ class InterOps:
 
     def reduce(self, sendobj, op=SUM, root=0):
         """At the root (ROOT), ``op`` over the other group's objects."""
-        op = _check_op(op)
         role = _role(self, root, 'reduce')
         s = self._s
 

@@ -73,8 +73,10 @@ class Op(HandleMixin):
 
     def __call__(self, x, y):
         if self.pyfunc is None or getattr(self, '_foreign', False):
+            # (mpi4py words OP_NULL's refusal so too.)
             raise ValueError('cannot call {}'.format(
-                'a user-defined operation' if self.user else self.name))
+                'a user-defined operation' if self.user or not self
+                else self.name))
         if self.user:
             # mpi4py calls a user function with a third argument (the
             # datatype, None for objects), so a two-argument function

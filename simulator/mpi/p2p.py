@@ -25,6 +25,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, BSEND_OVERHEAD,
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi import pickling
+from simulator.mpi.cargs import INT_MAX as _INT_MAX
 from simulator.mpi.msgspec import held_bytes, parse_p2p, still_holds
 from simulator.mpi.request import ProcNullRequest, Request, track
 
@@ -393,7 +394,7 @@ class PointToPoint:
         s = self._s
         if type(dest) is not int or not 0 <= dest < len(s.peers):
             dest = self._peer(dest, 'destination', False)
-        if type(tag) is not int or tag < 0:
+        if type(tag) is not int or not 0 <= tag <= _INT_MAX:
             tag = self._tag(tag, False)
         record = CallRecord(op, s.world_rank, dest, tag, s.name,
                             raw=capture(3))
@@ -434,7 +435,7 @@ class PointToPoint:
         s = self._s
         if type(source) is not int or not 0 <= source < len(s.peers):
             source = self._peer(source, 'source', True)
-        if type(tag) is not int or tag < 0:
+        if type(tag) is not int or not 0 <= tag <= _INT_MAX:
             tag = self._tag(tag, True)
         record = CallRecord(op, s.world_rank, source, tag, s.name,
                             raw=capture(3))

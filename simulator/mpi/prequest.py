@@ -151,7 +151,7 @@ class PersistentP2P:
     def Send_init(self, buf, dest, tag=0):
         """A persistent standard send."""
         b = parse_p2p(buf, dest, 'Send_init')
-        self._peer(dest, 'destination', False)
+        dest = self._peer(dest, 'destination', False)
         return Prequest(start=lambda: self._start_send('Send_init', b, dest,
                                                        tag))
 
@@ -161,14 +161,14 @@ class PersistentP2P:
     def Ssend_init(self, buf, dest, tag=0):
         """A persistent synchronous send."""
         b = parse_p2p(buf, dest, 'Ssend_init')
-        self._peer(dest, 'destination', False)
+        dest = self._peer(dest, 'destination', False)
         return Prequest(start=lambda: self._start_send(
             'Ssend_init', b, dest, tag, sync=True))
 
     def Recv_init(self, buf, source=-1, tag=-1):
         """A persistent receive."""
         b = parse_p2p(buf, source, 'Recv_init')
-        self._peer(source, 'source', True)
+        source = self._peer(source, 'source', True)
         return Prequest(start=lambda: track(guard_receive(self._irecv(
             'Recv_init', BUFFER, b, source, tag), b)))
 
@@ -220,8 +220,9 @@ def _partitioned(comm, sending, buf, partitions, peer, tag, where):
     if b.count % partitions:
         raise ValueError('{}: {} elements do not split into {} equal '
                          'partitions'.format(where, b.count, partitions))
-    comm._peer(peer, 'destination' if sending else 'source', not sending)
-    comm._tag(tag, not sending)
+    peer = comm._peer(peer, 'destination' if sending else 'source',
+                      not sending)
+    tag = comm._tag(tag, not sending)
     end = PartitionEnd(comm, sending, b, partitions, peer, tag, where)
     end.enlist()
 

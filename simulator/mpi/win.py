@@ -45,6 +45,8 @@ from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK,
                                      ERR_TYPE, BottomType)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
+from simulator.mpi.cargs import INT_MAX, c_aint
+from simulator.mpi.values import VALUES
 from simulator.errors import BufferModifiedError
 from simulator.mpi.msgspec import held_bytes, parse, still_holds
 from simulator.mpi.group import Group
@@ -58,7 +60,6 @@ from simulator.mpi.request import Request
 from simulator.mpi.rma_races import (Access, EpochLog, ExposureLog,
                                      LockLog, is_padded, settled_bytes)
 from simulator.mpi.unsupported import not_simulated
-from simulator.mpi.values import VALUES
 
 __all__ = ['Win', 'WIN_NULL']
 
@@ -75,6 +76,7 @@ ERR_LOCKTYPE = VALUES['ERR_LOCKTYPE']
 WIN_BASE, WIN_SIZE, WIN_DISP_UNIT = (VALUES['WIN_BASE'], VALUES['WIN_SIZE'],
                                      VALUES['WIN_DISP_UNIT'])
 WIN_CREATE_FLAVOR, WIN_MODEL = VALUES['WIN_CREATE_FLAVOR'], VALUES['WIN_MODEL']
+ERR_DISP, ERR_SIZE = VALUES['ERR_DISP'], VALUES['ERR_SIZE']
 FLAVOR_CREATE, FLAVOR_ALLOCATE, FLAVOR_DYNAMIC, FLAVOR_SHARED = (
     VALUES['WIN_FLAVOR_CREATE'], VALUES['WIN_FLAVOR_ALLOCATE'],
     VALUES['WIN_FLAVOR_DYNAMIC'], VALUES['WIN_FLAVOR_SHARED'])
@@ -135,11 +137,16 @@ class Win(bytearray, Attributes, HandleMixin):
     @classmethod
     def _make(cls, op, comm, flavor, nbytes, disp_unit, memory=None):
         state = comm._s
-        if not isinstance(disp_unit, int) or disp_unit <= 0:
-            raise MPIException(ERR_ARG, '{}: disp_unit {!r} must be a '
-                               'positive int'.format(op, disp_unit))
-        if not isinstance(nbytes, int) or nbytes < 0:
-            raise MPIException(ERR_ARG, '{}: size {!r} must be an int >= '
+        disp_unit, nbytes = c_aint(disp_unit), c_aint(nbytes)
+        if disp_unit > INT_MAX:
+            raise MPIException(ERR_ARG, '{}: disp_unit {} is above '
+                               'INT_MAX'.format(op, disp_unit))
+        if disp_unit <= 0 and flavor != FLAVOR_SHARED:
+            # (Open MPI checks no shared window's unit.)
+            raise MPIException(ERR_DISP, '{}: disp_unit {} must be '
+                               'positive'.format(op, disp_unit))
+        if nbytes < 0:
+            raise MPIException(ERR_SIZE, '{}: size {} must be >= '
                                '0'.format(op, nbytes))
         win = cls.__new__(cls)
         bytearray.__init__(win, nbytes if memory is None else 0)
