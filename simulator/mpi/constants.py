@@ -5,6 +5,7 @@ from simulator.engine.actors import current
 
 from simulator.engine.p2p import ANY_SOURCE, ANY_TAG, PROC_NULL
 from simulator.mpi.bufexport import export_nothing
+from simulator.mpi.errstrings import ERROR_STRINGS
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
            'COMM_TYPE_SHARED', 'IDENT', 'CONGRUENT', 'SIMILAR', 'UNEQUAL',
@@ -56,40 +57,6 @@ ERR_SESSION = 78
 # Open MPI 5 numbers MPI_ERR_ERRHANDLER as its last code.
 ERR_ERRHANDLER = ERR_LASTCODE = 92
 
-_ERROR_STRINGS = {
-    ERR_BUFFER: 'MPI_ERR_BUFFER: invalid buffer pointer',
-    ERR_COUNT: 'MPI_ERR_COUNT: invalid count argument',
-    ERR_TYPE: 'MPI_ERR_TYPE: invalid datatype',
-    ERR_TAG: 'MPI_ERR_TAG: invalid tag',
-    ERR_COMM: 'MPI_ERR_COMM: invalid communicator',
-    ERR_RANK: 'MPI_ERR_RANK: invalid rank',
-    ERR_ROOT: 'MPI_ERR_ROOT: invalid root',
-    ERR_REQUEST: 'MPI_ERR_REQUEST: invalid request',
-    ERR_GROUP: 'MPI_ERR_GROUP: invalid group',
-    ERR_OP: 'MPI_ERR_OP: invalid reduce operation',
-    ERR_ARG: 'MPI_ERR_ARG: invalid argument of some other kind',
-    ERR_TRUNCATE: 'MPI_ERR_TRUNCATE: message truncated',
-    ERR_OTHER: 'MPI_ERR_OTHER: known error not in list',
-    11: 'MPI_ERR_TOPOLOGY: invalid communicator topology',
-    12: 'MPI_ERR_DIMS: invalid topology dimension',
-    ERR_INTERN: 'MPI_ERR_INTERN: internal error',
-    SUCCESS: 'MPI_SUCCESS: no errors',
-    ERR_UNKNOWN: 'MPI_ERR_UNKNOWN: unknown error',
-    ERR_INFO_KEY: 'MPI_ERR_INFO_KEY: invalid info key',
-    ERR_INFO_NOKEY: 'MPI_ERR_INFO_NOKEY: no such key',
-    ERR_INFO_VALUE: 'MPI_ERR_INFO_VALUE: invalid info value',
-    ERR_INFO: 'MPI_ERR_INFO: invalid info object',
-    ERR_KEYVAL: 'MPI_ERR_KEYVAL: invalid key value',
-    ERR_UNSUPPORTED_OPERATION: 'MPI_ERR_UNSUPPORTED_OPERATION: operation '
-                               'not supported',
-    38: 'MPI_ERR_NAME: invalid name argument',
-    43: 'MPI_ERR_PORT: invalid port',
-    48: 'MPI_ERR_SERVICE: unknown service name',
-    50: 'MPI_ERR_SPAWN: could not spawn processes',
-    ERR_WIN: 'MPI_ERR_WIN: invalid window',
-    ERR_SESSION: 'MPI_ERR_SESSION: Invalid session handle',
-    ERR_ERRHANDLER: 'Unknown error (this should not happen!)',
-}
 
 
 @export_nothing
@@ -295,4 +262,4 @@ def error_string(errorcode):
     table = _user_errors()
     if code in table['class']:
         return table['string'].get(code, '')
-    return _ERROR_STRINGS.get(code, 'MPI error {}'.format(code))
+    return ERROR_STRINGS.get(code, 'MPI error {}'.format(code))
