@@ -21,7 +21,9 @@ import warnings
 
 import numpy as np
 
-from simulator.mpi.constants import PROC_NULL, BottomType, InPlaceType
+from simulator.mpi.constants import (ERR_TYPE, PROC_NULL, BottomType,
+                                     InPlaceType)
+from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.datatypes import DATATYPE_NAMES, TYPECODES, Datatype
 from simulator.mpi.dlpack import dlpack_memory
 from simulator.mpi.unsupported import NotSimulated
@@ -220,6 +222,8 @@ def _buffer_memory(obj, writable, where):
 def _memory(obj, writable, where):
     """(bytes of ``obj`` as a flat uint8 array, buffer format string)."""
     if type(obj) is np.ndarray or isinstance(obj, np.ndarray):
+        if obj.dtype.kind in 'OMm':
+            _refuse_kind(obj.dtype)
         if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
             raise BufferError('{}: ndarray is not contiguous (shape {}, '
                               'strides {})'.format(where, obj.shape,
@@ -247,6 +251,16 @@ def _memory(obj, writable, where):
                         where, type(obj).__name__))
 
 
+def _refuse_kind(dtype):
+    """mpi4py's refusal of an array of objects (its buffer's format maps
+    to no datatype) or of datetimes (NumPy exports no buffer for them, and
+    DLPack none either)."""
+    if dtype.kind == 'O':
+        raise KeyError("cannot map 'O' to MPI datatype")
+    raise BufferError('DLPack only supports signed/unsigned integers, '
+                      'float and complex dtypes.')
+
+
 def _format_of(dtype):
     """The buffer format string NumPy gives ``dtype``."""
     if dtype.byteorder == ('>' if np.little_endian else '<'):
@@ -258,7 +272,7 @@ def _format_of(dtype):
     if dtype.kind == 'c':
         return 'Z' + np.dtype(dtype.char.lower()).char
     if dtype.fields or dtype.kind == 'V':
-        return 'V'
+        return memoryview(np.empty(1, dtype)).format    # 'T{...}', '8x'
     return dtype.char
 
 
@@ -460,7 +474,9 @@ def parse(spec, where='buffer', vector=False, writable=False,
         count = 0
     if not datatype:
         if count:
-            raise ValueError('message: datatype is null')
+            # mpi4py passes it on; MPI refuses it.
+            raise MPIException(ERR_TYPE, '{}: {} elements of '
+                               'DATATYPE_NULL'.format(where, count))
         return Buffer(np.empty(0, np.uint8), datatype, 0)
     return _derived(raw, datatype, count, displ, where, packed)
 

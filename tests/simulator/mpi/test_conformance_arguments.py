@@ -1,0 +1,170 @@
+"""Conformance: arguments read as mpi4py's compiled signatures read them.
+
+Ranks, tags, roots, colors and keys are C ints there: NumPy integers and
+floats (truncated) are accepted, strings and None are TypeErrors, values
+outside a C int OverflowErrors; sizes and displacement units are
+address-sized. A buffer argument mpi4py needs, given as None, is its
+TypeError; arrays of objects or datetimes are refused as mpi4py refuses
+them. Error classes print Open MPI's words.
+"""
+import numpy as np
+import pytest
+
+SIZES = (1, 2, 3)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_numpy_integers_and_floats_name_ranks_tags_and_roots(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    got = np.zeros(2)
+    request = mpi_comm.Isend(np.full(2, rank, float), dest=np.int64(right),
+                             tag=np.int32(7))
+    mpi_comm.Recv(got, source=np.uint8(left), tag=7.0)
+    request.Wait()
+    assert got.tolist() == [left, left]
+    data = np.array([float(rank)])
+    mpi_comm.Bcast(data, root=np.float64(0.9))      # truncated to 0
+    assert data[0] == 0
+    assert mpi_comm.bcast(rank, root=np.int16(size - 1)) == size - 1
+    sub = mpi_comm.Split(np.int64(rank % 2), key=-0.5)
+    assert sub.Get_size() == len(range(rank % 2, size, 2))
+    sub.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+@pytest.mark.parametrize('call', [
+    lambda c, MPI: c.Send(np.zeros(1), dest='0'),
+    lambda c, MPI: c.send(1, dest=None),
+    lambda c, MPI: c.bcast(1, root=None),
+    lambda c, MPI: c.Split('a'),
+    lambda c, MPI: c.Split(0, key=1j),
+    lambda c, MPI: MPI.Win.Create(np.zeros(1), disp_unit='x',
+                                  comm=MPI.COMM_SELF),
+    lambda c, MPI: MPI.Win.Allocate('8', comm=MPI.COMM_SELF),
+])
+def test_arguments_without_int_are_type_errors(mpi_comm, MPI, call):
+    with pytest.raises(TypeError, match='an integer is required'):
+        call(mpi_comm, MPI)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_ints_outside_c_types_are_overflow_errors(mpi_comm, MPI):
+    with pytest.raises(OverflowError, match='too large to convert to int'):
+        mpi_comm.Send(np.zeros(1), dest=0, tag=2 ** 31)
+    with pytest.raises(OverflowError, match='to C long'):
+        mpi_comm.Bcast(np.zeros(1), root=2 ** 63)
+    with pytest.raises(OverflowError, match='to C long'):
+        MPI.Win.Allocate(8, disp_unit=2 ** 70, comm=MPI.COMM_SELF)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+@pytest.mark.parametrize('call', [
+    lambda c: c.Reduce(np.ones(2), None, root=c.Get_rank()),
+    lambda c: c.Allreduce(np.ones(2), None),
+    lambda c: c.Iallreduce(np.ones(2), None),
+    lambda c: c.Scan(np.ones(2), None),
+    lambda c: c.Exscan(np.ones(2), None),
+    lambda c: c.Reduce_scatter_block(np.ones(2 * c.Get_size()), None),
+    lambda c: c.Bcast(None, root=0),
+    lambda c: c.Ibcast(None, root=0),
+])
+def test_a_needed_buffer_given_as_none_is_mpi4pys_type_error(mpi_comm,
+                                                             call):
+    # Raised before any communication: every rank raises, none waits.
+    with pytest.raises(TypeError, match='expecting buffer or list/tuple'):
+        call(mpi_comm)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_none_buffers_of_files_windows_and_local_reductions(mpi_comm, MPI,
+                                                            tmp_path):
+    with pytest.raises(TypeError, match='expecting buffer or list/tuple'):
+        MPI.SUM.Reduce_local(np.ones(2), None)
+    win = MPI.Win.Create(np.zeros(2), comm=MPI.COMM_SELF)
+    win.Fence()
+    for call in (lambda: win.Get_accumulate(np.ones(1), None, 0),
+                 lambda: win.Fetch_and_op(np.ones(1), None, 0)):
+        with pytest.raises(TypeError, match='expecting buffer'):
+            call()
+    win.Fence()
+    win.Free()
+    path = str(tmp_path / 'f{}'.format(mpi_comm.Get_rank()))
+    fh = MPI.File.Open(MPI.COMM_SELF, path, MPI.MODE_CREATE | MPI.MODE_RDWR)
+    for call in (lambda: fh.Write(None), lambda: fh.Read_at(0, None)):
+        with pytest.raises(TypeError, match='expecting buffer'):
+            call()
+    fh.Close()
+    with pytest.raises(MPI.Exception) as info:
+        MPI.Attach_buffer(None)         # mpi4py's BUFFER_AUTOMATIC
+    assert info.value.Get_error_class() == MPI.ERR_ARG
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_arrays_mpi4py_cannot_send(mpi_comm):
+    me = mpi_comm.Get_rank()
+    with pytest.raises(KeyError, match="cannot map 'O' to MPI datatype"):
+        mpi_comm.Send(np.array([object()]), dest=me)
+    with pytest.raises(BufferError, match='DLPack only supports'):
+        mpi_comm.Send(np.zeros(2, 'M8[s]'), dest=me)
+    with pytest.raises(KeyError, match="cannot map '8x' to MPI datatype"):
+        mpi_comm.Send(np.zeros(2, 'V8'), dest=me)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_null_datatype_with_a_count_is_err_type(mpi_comm, MPI):
+    with pytest.raises(MPI.Exception) as info:
+        mpi_comm.Send([np.zeros(4), 4, MPI.DATATYPE_NULL],
+                      dest=mpi_comm.Get_rank())
+    assert info.value.Get_error_class() == MPI.ERR_TYPE
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_window_units_and_sizes_are_checked_as_open_mpi_checks(mpi_comm,
+                                                               MPI):
+    for make in (lambda: MPI.Win.Create(np.zeros(2), disp_unit=0,
+                                        comm=MPI.COMM_SELF),
+                 lambda: MPI.Win.Allocate(8, disp_unit=-1,
+                                          comm=MPI.COMM_SELF)):
+        with pytest.raises(MPI.Exception) as info:
+            make()
+        assert info.value.Get_error_class() == MPI.ERR_DISP
+    with pytest.raises(MPI.Exception) as info:
+        MPI.Win.Allocate(-8, comm=MPI.COMM_SELF)
+    assert info.value.Get_error_class() == MPI.ERR_SIZE
+    with pytest.raises(MPI.Exception) as info:
+        MPI.Win.Create(np.zeros(2), disp_unit=2 ** 40, comm=MPI.COMM_SELF)
+    assert info.value.Get_error_class() == MPI.ERR_ARG
+    # Open MPI checks no shared window's unit; a float size truncates.
+    win = MPI.Win.Allocate_shared(8.5, disp_unit=0, comm=MPI.COMM_SELF)
+    assert win.Get_attr(MPI.WIN_DISP_UNIT) == 0
+    assert win.tomemory().nbytes == 8
+    win.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_object_reductions_take_any_callable(mpi_comm, MPI):
+    rank, size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+    assert mpi_comm.allreduce(rank + 1, op=lambda a, b: a * 10 + b) == \
+        int(''.join(str(r + 1) for r in range(size)))
+    assert mpi_comm.reduce([rank], op=lambda a, b: a + b, root=0) == (
+        list(range(size)) if rank == 0 else None)
+    assert mpi_comm.scan(rank, op=max) == rank
+    assert mpi_comm.exscan(rank + 2, op=lambda a, b: a * b) == (
+        None if rank == 0 else int(np.prod(range(2, rank + 2))))
+    if size == 1:       # mpi4py calls op only with two objects
+        assert mpi_comm.allreduce('x', op=MPI.OP_NULL) == 'x'
+
+
+@pytest.mark.mpi(sizes=(1,))
+def test_every_error_class_prints_open_mpis_words(MPI):
+    assert MPI.Get_error_string(MPI.ERR_DISP) == \
+        'MPI_ERR_DISP: invalid displacement'
+    assert MPI.Get_error_string(MPI.ERR_INFO_NOKEY) == \
+        'MPI_ERR_INFO_NOKEY: unknown key for given info object'
+    assert MPI.Get_error_string(MPI.ERR_RMA_SYNC) == \
+        'MPI_ERR_RMA_SYNC: error executing rma sync'
+    texts = [MPI.Get_error_string(code)
+             for code in range(MPI.ERR_LASTCODE + 1)]
+    assert not [t for t in texts if t.startswith('MPI error')]
+    assert str(MPI.Exception(MPI.ERR_SIZE)) == 'MPI_ERR_SIZE: invalid size'
