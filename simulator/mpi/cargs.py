@@ -7,7 +7,7 @@ program that passes ``dest=np.int64(1)`` must run here as it runs there,
 and one that passes ``dest='1'`` must fail the same way.
 """
 
-__all__ = ['INT_MAX', 'c_aint', 'c_int']
+__all__ = ['INT_MAX', 'c_aint', 'c_int', 'c_str', 'object_name']
 
 INT_MIN, INT_MAX = -2 ** 31, 2 ** 31 - 1
 _LONG_MIN, _LONG_MAX = -2 ** 63, 2 ** 63 - 1
@@ -37,3 +37,23 @@ def c_aint(value):
     if not _LONG_MIN <= value <= _LONG_MAX:
         raise OverflowError('Python int too large to convert to C long')
     return value
+
+
+def c_str(value):
+    """``value`` as a C string argument of mpi4py (a name, an info key or
+    value): a str, or bytes, which it decodes."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode()
+    raise TypeError('expected bytes, {} found'.format(type(value).__name__))
+
+
+# MPI_MAX_OBJECT_NAME of Open MPI 5.0, its NUL included.
+_MAX_OBJECT_NAME = 64
+
+
+def object_name(value):
+    """A communicator's, datatype's or window's new name: Open MPI keeps
+    what fits MPI_MAX_OBJECT_NAME."""
+    return c_str(value)[:_MAX_OBJECT_NAME - 1]

@@ -15,7 +15,7 @@ from simulator.engine.communicator import CommState
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import AbortError
 from simulator.mpi import dynamic
-from simulator.mpi.cargs import c_int
+from simulator.mpi.cargs import c_int, object_name
 from simulator.mpi.coll import Collectives
 from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                      CONGRUENT, ERR_ARG, ERR_COMM, ERR_GROUP,
@@ -23,6 +23,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, COMM_TYPE_SHARED,
                                      PROC_NULL, SIMILAR, THREAD_MULTIPLE,
                                      UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.values import VALUES
 from simulator.mpi.finalization import after_finalize
 from simulator.mpi.initialization import check_thread
 from simulator.mpi.commattr import CommProps
@@ -44,6 +45,9 @@ from simulator.mpi.unsupported import mpi41_missing
 __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
            'COMM_WORLD', 'COMM_SELF', 'world_comm']
 
+
+COMM_TYPE_HW_GUIDED = VALUES['COMM_TYPE_HW_GUIDED']
+COMM_TYPE_HW_UNGUIDED = VALUES['COMM_TYPE_HW_UNGUIDED']
 
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
            Collectives, Scans, PersistentCollectives, CommProps,
@@ -168,7 +172,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
 
     def Set_name(self, name):
         """Rename the communicator (this rank's handle)."""
-        self._local.name = self._local.title = str(name)
+        self._local.name = self._local.title = object_name(name)
 
     name = property(Get_name, Set_name)
 
@@ -339,20 +343,44 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         return self._split('Split', color, key)
 
     def Split_type(self, split_type, key=0, info=None):
-        """COMM_TYPE_SHARED: one communicator per simulated node."""
+        """COMM_TYPE_SHARED: one communicator per simulated node; the
+        hardware types as Open MPI 5.0 splits a node whose ranks each
+        have a core (see :func:`_hardware_color`)."""
         s = self._s
+        split_type = c_int(split_type)
         if split_type == COMM_TYPE_SHARED:
             color = s.world.node_of[s.world_rank]
         elif split_type == UNDEFINED:
             color = UNDEFINED
+        elif split_type in (COMM_TYPE_HW_GUIDED, COMM_TYPE_HW_UNGUIDED):
+            color = self._hardware_color(split_type, info)
         else:
-            raise MPIException(ERR_COMM, 'Split_type {!r} is not '
-                               'simulated (only COMM_TYPE_SHARED)'.format(
-                                   split_type))
+            raise MPIException(ERR_ARG, 'Split_type: unknown split type '
+                               '{}'.format(split_type))
         new = self._split('Split_type', color, key)
         if new:
             new._s.props['dup_hints'] = True    # as Open MPI reports it
         return new
+
+    def _hardware_color(self, split_type, info):
+        """The part of the hardware this rank's Split_type falls in (a
+        rank has a core of its own): the node for the guided
+        ``mpi_shared_memory``, the rank alone for ``core``/``hwthread``,
+        none for another or no resource type; unguided, the next level
+        that splits this communicator: nodes, then cores."""
+        s = self._s
+        node = s.world.node_of[s.world_rank]
+        if split_type == COMM_TYPE_HW_GUIDED:
+            kind = None if info is None or not info else \
+                info.Get('mpi_hw_resource_type')
+            if kind == 'mpi_shared_memory':
+                return node
+            return s.world_rank if kind in ('core', 'hwthread') else \
+                UNDEFINED
+        if len(s.peers) == 1:
+            return UNDEFINED        # nothing smaller than one rank
+        nodes = {s.world.node_of[p] for p in s.peers}
+        return node if len(nodes) > 1 else s.world_rank
 
     def Dup(self, info=None):
         """A new communicator with the same group and a new context."""
@@ -479,10 +507,9 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         the same order on each, per ``tag``)."""
         s = self._s
         members = group._m
-        if s.world_rank not in members:
-            raise MPIException(ERR_GROUP, 'Create_group: rank {} is not in '
-                               'the group {}'.format(s.rank, list(members)))
         tag = self._tag(tag, False)
+        if s.world_rank not in members:
+            return COMM_NULL        # as Open MPI answers a non-member
         # Members number their Create_group calls per (group, tag): the
         # n-th call of each member makes the same communicator.
         key = ('Create_group', s.ctx, members, tag)

@@ -19,6 +19,7 @@ from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
                                      ERR_INFO_KEY, ERR_INFO_NOKEY,
                                      ERR_INFO_VALUE, SUCCESS)
 from simulator.mpi.attributes import Attributes
+from simulator.mpi.cargs import c_str
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.ranklocal import rank_local
 from simulator.mpi.initialization import level_name
@@ -251,8 +252,7 @@ class Info(HandleMixin):
 
     @staticmethod
     def _key(key):
-        if not isinstance(key, str):
-            raise TypeError('info key must be a str, got {!r}'.format(key))
+        key = c_str(key)
         if not key or len(key) > MAX_INFO_KEY:
             raise MPIException(ERR_INFO_KEY, 'info key {!r} must have 1 to '
                                '{} characters'.format(key, MAX_INFO_KEY))
@@ -267,9 +267,7 @@ class Info(HandleMixin):
         """Set ``key`` to the string ``value``."""
         d = self._m
         key = self._key(key)
-        if not isinstance(value, str):
-            raise TypeError('info value must be a str, got {!r}'.format(
-                value))
+        value = c_str(value)
         if not value or len(value) > MAX_INFO_VAL:
             raise MPIException(ERR_INFO_VALUE, 'info value for {!r} must '
                                'have 1 to {} characters'.format(

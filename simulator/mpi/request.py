@@ -234,6 +234,27 @@ class Status:
             self.source, self.tag, self.nbytes)
 
 
+def _request_list(requests):
+    """A request array as mpi4py reads one: a sized sequence of
+    Requests."""
+    len(requests)       # mpi4py's TypeError for an int, a generator...
+    requests = list(requests)
+    for req in requests:
+        if not isinstance(req, Request):
+            raise TypeError('Cannot convert {} to mpi4py.MPI.Request'.format(
+                type(req).__name__))
+    return requests
+
+
+def check_status(status):
+    """mpi4py's typed ``status`` argument, checked on entry: a Status
+    (None is checked by the caller, on its fast path)."""
+    if not isinstance(status, Status):
+        raise TypeError("Argument 'status' has incorrect type (expected "
+                        "mpi4py.MPI.Status, got {})".format(
+                            type(status).__name__))
+
+
 _STATUS_LAYOUT = np.dtype([('source', np.intc), ('tag', np.intc),
                            ('error', np.intc), ('cancelled', np.intc),
                            ('ucount', np.uintp)])
@@ -376,6 +397,8 @@ class Request(HandleMixin):
 
     def wait(self, status=None):
         """Block until complete; return the received object (or None)."""
+        if status is not None:
+            check_status(status)
         if self._done:
             if status is not None:
                 status._empty()     # a null request's empty status
@@ -389,6 +412,8 @@ class Request(HandleMixin):
 
     def test(self, status=None):
         """Return (done, object): never blocks."""
+        if status is not None:
+            check_status(status)
         if self._done:
             if status is not None:
                 status._empty()
@@ -399,6 +424,8 @@ class Request(HandleMixin):
 
     def Get_status(self, status=None):
         """True when the operation is complete (does not complete it)."""
+        if status is not None:
+            check_status(status)
         if self._done:
             if status is not None:
                 status._empty()
@@ -468,7 +495,7 @@ class Request(HandleMixin):
     @staticmethod
     def waitall(requests, statuses=None):
         """Wait for every request; return their objects."""
-        requests = list(requests)
+        requests = _request_list(requests)
         sts = [Status() for _ in requests]
         out = [req.wait(st) for req, st in zip(requests, sts)]
         _release(statuses, sts, len(requests))
@@ -482,7 +509,7 @@ class Request(HandleMixin):
     @staticmethod
     def testall(requests, statuses=None):
         """Return (all done, objects or None)."""
-        requests = list(requests)
+        requests = _request_list(requests)
         for req in requests:
             if not req.Get_status():
                 return False, None
@@ -496,7 +523,7 @@ class Request(HandleMixin):
     @staticmethod
     def waitany(requests, status=None):
         """Return (index, object) of the first request that completes."""
-        requests = list(requests)
+        requests = _request_list(requests)
         active = [r for r in requests if not r._done]
         if not active:
             if status is not None:
@@ -533,7 +560,7 @@ class Request(HandleMixin):
     def testany(requests, status=None):
         """Return (index, flag, object) of a completed request, never
         blocking."""
-        requests = list(requests)
+        requests = _request_list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
             if status is not None:
@@ -583,7 +610,7 @@ class Request(HandleMixin):
     @staticmethod
     def waitsome(requests, statuses=None):
         """Return (indices, objects) of at least one completed request."""
-        requests = list(requests)
+        requests = _request_list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
             return None, None
@@ -605,7 +632,7 @@ class Request(HandleMixin):
     @staticmethod
     def testsome(requests, statuses=None):
         """Return (indices, objects) of the requests complete now."""
-        requests = list(requests)
+        requests = _request_list(requests)
         active = [(i, r) for i, r in enumerate(requests) if not r._done]
         if not active:
             return None, None
@@ -647,6 +674,8 @@ class ProcNullRequest(Request):
         return None
 
     def wait(self, status=None):
+        if status is not None:
+            check_status(status)
         return self._complete(status) if not self._done else \
             super().wait(status)
 

@@ -11,6 +11,9 @@ Open MPI accepts an argument it goes on to misuse (an edge naming no
 rank, a coordinate or rank outside the grid) the simulator refuses it
 with the class Open MPI gives to the nearest case it checks.
 """
+import operator
+
+from simulator.mpi.cargs import c_int
 from simulator.mpi.constants import (ERR_ARG, ERR_OTHER, ERR_RANK,
                                      PROC_NULL, UNDEFINED)
 from simulator.mpi.constants import Exception as MPIException
@@ -32,7 +35,7 @@ def int_list(values, what, length=None):
     if isinstance(values, int) and not isinstance(values, bool):
         raise TypeError('{}: expecting a sequence of ints, got {!r}'.format(
             what, values))
-    items = [int(v) for v in values]
+    items = [operator.index(v) for v in values]  # mpi4py: no floats
     if length is not None and len(items) != length:
         raise ValueError('expecting {} items, got {}'.format(length,
                                                              len(items)))
@@ -40,7 +43,8 @@ def int_list(values, what, length=None):
 
 
 def _check_rank(rank, size, what):
-    if not isinstance(rank, int) or not 0 <= rank < size:
+    rank = c_int(rank)
+    if not 0 <= rank < size:
         raise MPIException(ERR_RANK, '{}: rank {!r} is not in 0..{}'.format(
             what, rank, size - 1))
     return rank

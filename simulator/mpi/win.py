@@ -45,7 +45,7 @@ from simulator.mpi.constants import (ERR_ARG, ERR_OP, ERR_RANK,
                                      ERR_TYPE, BottomType)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
-from simulator.mpi.cargs import INT_MAX, c_aint
+from simulator.mpi.cargs import INT_MAX, c_aint, object_name
 from simulator.mpi.values import VALUES
 from simulator.errors import BufferModifiedError
 from simulator.mpi.msgspec import held_bytes, parse, still_holds
@@ -368,7 +368,7 @@ class Win(bytearray, Attributes, HandleMixin):
     def Set_name(self, name):
         """Name the window."""
         self._s  # noqa: B018
-        self._name = str(name)
+        self._name = object_name(name)
 
     name = property(Get_name, Set_name)
 

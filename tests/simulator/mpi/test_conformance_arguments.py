@@ -168,3 +168,110 @@ def test_every_error_class_prints_open_mpis_words(MPI):
              for code in range(MPI.ERR_LASTCODE + 1)]
     assert not [t for t in texts if t.startswith('MPI error')]
     assert str(MPI.Exception(MPI.ERR_SIZE)) == 'MPI_ERR_SIZE: invalid size'
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_int_arrays_take_numpy_integers_not_floats(mpi_comm, MPI):
+    group = mpi_comm.Get_group()
+    sub = group.Incl([np.int64(0)])
+    assert sub.Get_size() == 1
+    sub.Free()
+    for call in (lambda: group.Incl([0.0]),
+                 lambda: mpi_comm.Create_cart([float(mpi_comm.Get_size())]),
+                 lambda: MPI.DOUBLE.Create_indexed([1.0], [0]),
+                 lambda: MPI.DOUBLE.Create_subarray([4.0], [2], [0])):
+        with pytest.raises(TypeError, match='cannot be interpreted as an '
+                                            'integer'):
+            call()
+    group.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_negative_blocklengths_are_err_arg(mpi_comm, MPI):
+    for make in (lambda: MPI.DOUBLE.Create_indexed([1, -1], [0, 3]),
+                 lambda: MPI.DOUBLE.Create_hindexed([1, -1], [0, 24]),
+                 lambda: MPI.DOUBLE.Create_indexed_block(-1, [0, 3]),
+                 lambda: MPI.DOUBLE.Create_vector(2, -1, 3),
+                 lambda: MPI.Datatype.Create_struct(
+                     [1, -1], [0, 8], [MPI.INT, MPI.INT])):
+        with pytest.raises(MPI.Exception) as info:
+            make()
+        assert info.value.Get_error_class() == MPI.ERR_ARG
+    with pytest.raises(MPI.Exception) as info:
+        MPI.DOUBLE.Create_contiguous(-1)
+    assert info.value.Get_error_class() == MPI.ERR_COUNT
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_names_and_info_take_bytes_and_keep_63_characters(mpi_comm, MPI):
+    comm = mpi_comm.Dup()
+    comm.Set_name(b'bytes-name')
+    assert comm.Get_name() == 'bytes-name'
+    comm.Set_name('x' * 200)
+    assert comm.Get_name() == 'x' * 63
+    dtype = MPI.INT.Dup()
+    dtype.Set_name(b'tb')
+    assert dtype.Get_name() == 'tb'
+    info = MPI.Info.Create()
+    info.Set(b'k', b'v')
+    assert info.Get('k') == 'v'
+    for bad in (5, None, 1.5):
+        with pytest.raises(TypeError, match='expected bytes, {} found'
+                           .format(type(bad).__name__)):
+            comm.Set_name(bad)
+        with pytest.raises(TypeError, match='expected bytes'):
+            info.Set('k', bad)
+    info.Free()
+    dtype.Free()
+    comm.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_status_and_request_arguments_are_typed(mpi_comm, MPI):
+    me = mpi_comm.Get_rank()
+    wrong = "Argument 'status' has incorrect type"
+    # Checked before anything blocks: no message is ever sent here.
+    for call in (lambda: mpi_comm.Recv(np.empty(1), me, status=5),
+                 lambda: mpi_comm.recv(source=me, status='x'),
+                 lambda: mpi_comm.Probe(me, status=[]),
+                 lambda: mpi_comm.Mprobe(me, status=1),
+                 lambda: mpi_comm.Sendrecv(np.ones(1), me, status=5),
+                 lambda: MPI.REQUEST_NULL.Wait(5),
+                 lambda: MPI.REQUEST_NULL.Test(5)):
+        with pytest.raises(TypeError, match=wrong):
+            call()
+    with pytest.raises(TypeError, match='Cannot convert int to '
+                                        'mpi4py.MPI.Request'):
+        MPI.Request.Waitall([MPI.REQUEST_NULL, 5])
+    with pytest.raises(TypeError, match='has no len'):
+        MPI.Request.Waitall(5)
+    with pytest.raises(AttributeError, match="no attribute '__call__'"):
+        MPI.Op.Create(5)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_split_type_splits_as_open_mpi_on_cores_of_one_node(mpi_comm, MPI):
+    size = mpi_comm.Get_size()
+    shared = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
+    assert shared.Get_size() == size
+    unguided = shared.Split_type(MPI.COMM_TYPE_HW_UNGUIDED)
+    assert (unguided == MPI.COMM_NULL) == (size == 1)
+    if unguided != MPI.COMM_NULL:
+        assert unguided.Get_size() == 1
+        unguided.Free()
+    assert mpi_comm.Split_type(MPI.COMM_TYPE_HW_GUIDED) == MPI.COMM_NULL
+    for kind, expected in (('mpi_shared_memory', size), ('core', 1),
+                           ('bogus', None)):
+        info = MPI.Info.Create({'mpi_hw_resource_type': kind})
+        part = mpi_comm.Split_type(MPI.COMM_TYPE_HW_GUIDED, info=info)
+        info.Free()
+        assert (None if part == MPI.COMM_NULL else part.Get_size()) == \
+            expected
+        if part != MPI.COMM_NULL:
+            part.Free()
+    with pytest.raises(MPI.Exception) as err:
+        mpi_comm.Split_type(12345)
+    assert err.value.Get_error_class() == MPI.ERR_ARG
+    shared.Free()
+    # Open MPI gives a process outside the group COMM_NULL.
+    assert mpi_comm.Create_group(MPI.GROUP_EMPTY) == MPI.COMM_NULL
