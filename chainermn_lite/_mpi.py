@@ -5,7 +5,10 @@ objects or the simulator's. Constants (ops, ``IN_PLACE``, datatypes) must
 come from the communicator's own module, never from a global import.
 """
 import importlib
+import inspect
 import os
+import sys
+import weakref
 
 import numpy
 
@@ -34,9 +37,54 @@ _REDUCE_TYPE_NAMES = {
 REDUCIBLE_DTYPES = tuple(numpy.dtype(name) for name in _REDUCE_TYPE_NAMES)
 
 
+# class -> its MPI module (a few classes; weak: programs make subclasses)
+_MODULES = weakref.WeakKeyDictionary()
+
+
 def mpi_module_of(comm):
-    """The module that defines ``type(comm)``: mpi4py.MPI or simulator.mpi."""
-    return importlib.import_module(type(comm).__module__)
+    """The MPI module that ``type(comm)`` belongs to: mpi4py.MPI, or the
+    simulator's ``simulator.mpi``, whose classes bear mpi4py.MPI's names
+    (so the name alone cannot tell them apart)."""
+    kind = type(comm)
+    module = _MODULES.get(kind)
+    if module is None:
+        module = _MODULES[kind] = _home_module(kind)
+    return module
+
+
+def register_module(kind, module):
+    """Make ``module`` the MPI module of the class ``kind`` (a wrapper
+    class around another module's communicator)."""
+    _MODULES[kind] = module
+
+
+def _home_module(kind):
+    # The first class of the MRO whose module is an MPI module: a
+    # program's subclass of Intracomm belongs to Intracomm's.
+    for klass in kind.__mro__:
+        module = _holder(klass)
+        if module is not None and hasattr(module, 'COMM_WORLD'):
+            return module
+    return importlib.import_module(kind.__module__)
+
+
+def _holder(klass):
+    """The module that holds ``klass`` under its name: the outermost
+    package along the module its Python methods are written in, else the
+    module it names (a compiled class, mpi4py's, has no Python methods)."""
+    names = [klass.__module__]
+    for value in vars(klass).values():
+        function = getattr(value, '__func__', value)
+        if inspect.isfunction(function):
+            parts = function.__module__.split('.')
+            names[:0] = ['.'.join(parts[:depth])
+                         for depth in range(1, len(parts) + 1)]
+            break
+    for name in names:
+        module = sys.modules.get(name)
+        if getattr(module, klass.__name__, None) is klass:
+            return module
+    return None
 
 
 def world_comm():

@@ -25,7 +25,8 @@ _CPU_NAMES = 'naive, flat, hierarchical, non_cuda_aware, dummy'
 
 def nccl_module_for(mpi_comm):
     """The NCCL module for ``mpi_comm``; RuntimeError naming alternatives."""
-    package = type(mpi_comm).__module__.split('.')[0]
+    # an NCCL beside the MPI module's package (the simulator's)
+    package = _mpi.mpi_module_of(mpi_comm).__name__.split('.')[0]
     try:
         return importlib.import_module(package + '.nccl')
     except ImportError:

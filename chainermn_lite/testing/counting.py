@@ -7,6 +7,8 @@ every ``Send`` as ``(dest, tag, bytes)`` in ``sends`` and forwards
 everything else.
 """
 
+from chainermn_lite import _mpi
+
 __all__ = ['counting']
 
 
@@ -29,6 +31,6 @@ def counting(mpi_comm):
     """``mpi_comm`` wrapped so that its ``Send`` calls are counted in the
     wrapper's ``sends`` list; pass it as ``create_communicator``'s
     ``mpi_comm``."""
-    cls = type('Counting', (_Counting,),
-               {'__module__': type(mpi_comm).__module__})
+    cls = type('Counting', (_Counting,), {})
+    _mpi.register_module(cls, _mpi.mpi_module_of(mpi_comm))
     return cls(mpi_comm)

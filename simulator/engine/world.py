@@ -73,9 +73,14 @@ class _Failure:
                 return copy.copy(self.check)
             except Exception:  # odd __init__: share it
                 return self.check
+        # The error's notes too: an MPI.Exception's str() is mpi4py's
+        # text alone, its detail (what was wrong) a note.
+        notes = getattr(self.error, '__notes__', None)
+        said = '{} ({})'.format(self.error, '; '.join(notes)) if notes \
+            else str(self.error)
         return RankFailedError(
             'rank {} failed with {}: {}; rank {} stops waiting'.format(
-                self.rank, type(self.error).__name__, self.error, rank),
+                self.rank, type(self.error).__name__, said, rank),
             failed_rank=self.rank)
 
 

@@ -48,6 +48,7 @@ from simulator.mpi.errors import (Add_error_class, Add_error_code,
                                   Add_error_string, Get_error_class,
                                   Get_error_string)
 from simulator.mpi.message import MESSAGE_NO_PROC, MESSAGE_NULL, Message
+from simulator.mpi.naming import publish as _publish
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi.p2p import wait_for_buffered_sends as _wait_buffered
 from simulator.mpi.pickling import Pickle, pickle
@@ -286,6 +287,8 @@ def Get_address(location):
 
 
 
-# Every function, method, property and class of the API documented in
-# mpi4py's shape (a signature line, then our text).
+# mpi4py's names (a program sees <class 'mpi4py.MPI.Intracomm'>); then
+# every function, method, property and class of the API documented in
+# mpi4py's shape (a signature line made with those names, then our text).
+_publish({name: globals()[name] for name in __all__})
 _shape_docstrings({name: globals()[name] for name in __all__})

@@ -4,6 +4,7 @@
 object exists here, so an address is the Python object's (a Status's,
 its memory's).
 """
+from simulator.mpi.naming import describe, is_ours
 from simulator.mpi.request import Status, status_nbytes
 
 __all__ = ['sizeof', 'addressof', 'handleof']
@@ -19,10 +20,10 @@ def _kind(arg, what):
     # The MRO, not the package's names: a module of the package must not
     # import the package (tests/test_layers.py).
     for kind in cls.__mro__:
-        if kind.__name__ in _KINDS and kind.__module__ == 'simulator.mpi':
+        if kind.__name__ in _KINDS and is_ours(kind):
             return kind
     raise TypeError('{}: expected an MPI handle object or type, got '
-                    '{!r}'.format(what, arg))
+                    '{}'.format(what, describe(arg)))
 
 
 def sizeof(arg):

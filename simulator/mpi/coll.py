@@ -20,6 +20,7 @@ from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.msgspec import (Buffer, WBuffer, held_bytes, parse,
                                    parse_send, parse_vector, still_holds)
+from simulator.mpi.naming import describe
 from simulator.mpi.ops import OP_NAMES, Op
 from simulator.mpi import pickling
 from simulator.mpi.commctx import _comm_lock
@@ -202,7 +203,7 @@ def _check_op(op, dtype=None, where=None, datatype=None):
     """``op`` if it can reduce ``dtype`` elements of ``datatype``."""
     if not isinstance(op, Op):
         raise TypeError('expected a simulator.mpi Op (SUM, MAX...), got '
-                        '{!r}'.format(op))
+                        '{}'.format(describe(op)))
     if not op:
         raise MPIException(ERR_OP, '{}: OP_NULL is not a '
                            'reduction'.format(where or 'reduction'))

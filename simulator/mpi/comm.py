@@ -32,6 +32,7 @@ from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.intercomm import (InterOps, create_intercomm, is_inter)
 from simulator.mpi.intercomm import compare as inter_compare
 from simulator.mpi.message import MatchedProbes
+from simulator.mpi.naming import describe, reduce_constant
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PartitionedP2P, PersistentP2P
@@ -113,18 +114,19 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
     def __reduce__(self):
         state = self._state
         if state is None:
-            return 'COMM_NULL' if self is _null_constant() else \
+            return reduce_constant(self, 'COMM_NULL') \
+                if self is _null_constant() else \
                 self._reduce_copy(_null_constant())
         if state.name in ('MPI_COMM_WORLD', 'MPI_COMM_SELF') and (
                 state.ctx[0] == 'world' or
                 state.ctx == ('self', state.world_rank)):
             label = state.name[4:]
             # a copy names the unpickling rank's COMM_WORLD / COMM_SELF
-            return label if _rank_local(self) else \
+            return reduce_constant(self, label) if _rank_local(self) else \
                 self._reduce_copy(COMM_WORLD if label == 'COMM_WORLD'
                                   else COMM_SELF)
-        raise ValueError('cannot serialize {!r}: communicators belong to '
-                         'the process'.format(self))
+        raise ValueError('cannot serialize {}: communicators belong to '
+                         'the process'.format(describe(self)))
 
     @property
     def _s(self):
@@ -188,7 +190,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         """IDENT (same handle), CONGRUENT (same group, same order),
         SIMILAR (same members, another order) or UNEQUAL."""
         if not isinstance(comm, Comm):
-            raise TypeError('Compare expects a Comm, got {!r}'.format(comm))
+            raise TypeError('Compare expects a Comm, got {}'.format(
+                describe(comm)))
         a, b = self._local, comm._local
         if is_inter(a) or is_inter(b):
             return inter_compare(a, b)
@@ -213,7 +216,8 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         # COMM_WORLD is never COMM_NULL, even outside a rank
         return _rank_local(self) or self._state is not None
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         if _rank_local(self) and current() is None:
             return '<simulator.mpi.{} (no rank)>'.format(self._label)
         state = self._state
@@ -618,7 +622,8 @@ def NullComm():  # mirrors the COMM_NULL constant
     return Intracomm(None)
 
 
-COMM_NULL = Intracomm(None)
+# A Comm, as mpi4py's (null results of Split and others keep their kind).
+COMM_NULL = Comm(None)
 
 
 def _null_constant():

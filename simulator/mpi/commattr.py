@@ -21,6 +21,7 @@ from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.cargs import c_str
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.naming import class_ref, describe, reduce_constant
 from simulator.mpi.ranklocal import rank_local
 from simulator.mpi.initialization import level_name
 from simulator.mpi.handles import (HandleMixin, handle_argument_error,
@@ -120,14 +121,15 @@ class Errhandler(HandleMixin):
     def __reduce__(self):
         for name, constant in _CONSTANTS.items():
             if self is constant:
-                return name
+                return reduce_constant(self, name)
         for constant in _CONSTANTS.values():
             if self._h is constant._h:
                 return self._reduce_copy(constant)
-        raise ValueError('cannot serialize {!r}: a user error handler '
-                         'belongs to its process'.format(self))
+        raise ValueError('cannot serialize {}: a user error handler '
+                         'belongs to its process'.format(describe(self)))
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<simulator.mpi.Errhandler {}>'.format(
             'ERRHANDLER_NULL' if self._h is None else self._h.name)
 
@@ -162,8 +164,8 @@ def call_errhandler(errhandler, obj, errorcode):
     elif handler in (_FATAL, _ABORT) and errorcode != SUCCESS:
         ctx = current()
         error = AbortError('rank {}: error handler {} called with error '
-                           '{} on {!r}'.format(ctx.rank, handler.name,
-                                               errorcode, obj),
+                           '{} on {}'.format(ctx.rank, handler.name,
+                                             errorcode, describe(obj)),
                            errorcode=errorcode)
         ctx.world.fail(current_actor(), error)
         raise error
@@ -339,13 +341,13 @@ class Info(HandleMixin):
 
     def __reduce__(self):
         if self is INFO_NULL:
-            return 'INFO_NULL'
+            return reduce_constant(self, 'INFO_NULL')
         if self is INFO_ENV:
-            return 'INFO_ENV'
+            return reduce_constant(self, 'INFO_ENV')
         if self._d is INFO_ENV._d:
-            return (_handle_to_env, (type(self),))
+            return (_handle_to_env, (class_ref(type(self)),))
         return (_info_of, (None if self._d is None else list(self.items()),
-                           type(self)))
+                           class_ref(type(self))))
 
     def get(self, key, default=None):
         """The value of ``key`` or ``default``."""
@@ -397,7 +399,8 @@ class Info(HandleMixin):
         if self._d is not None:
             self._d.clear()
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<simulator.mpi.Info {}>'.format(
             'INFO_NULL' if self._d is None else self._d)
 
@@ -483,7 +486,7 @@ class CommProps(Attributes):
         """Set the communicator's error handler."""
         if not isinstance(errhandler, Errhandler):
             raise TypeError('Set_errhandler expects an Errhandler, got '
-                            '{!r}'.format(errhandler))
+                            '{}'.format(describe(errhandler)))
         s = self._checked()
         if errhandler._h is None:
             raise MPIException(ERR_ARG, 'Set_errhandler with '
@@ -525,8 +528,8 @@ class CommProps(Attributes):
         """Keep ``info``'s hints (the simulator acts on none)."""
         s = self._checked()
         if not isinstance(info, Info):
-            raise TypeError('Set_info expects an Info, got {!r}'.format(
-                info))
+            raise TypeError('Set_info expects an Info, got {}'.format(
+                describe(info)))
         s.props['info'] = dict(info._d or {})
 
     def Get_info(self):

@@ -13,6 +13,7 @@ are kept in the rank's own state, keyed by the communicator's context.
 import threading
 
 from simulator.engine.actors import current
+from simulator.mpi.naming import describe
 
 __all__ = ['_comm_lock', '_comm_lock_table', '_commctx_intra',
            '_commctx_inter']
@@ -80,7 +81,8 @@ def _commctx_intra(comm):
     first call on each communicator, collectively (every rank of ``comm``
     makes its first call in the same order, as with mpi4py)."""
     if comm.Is_inter():
-        raise TypeError('expected an Intracomm, got {!r}'.format(comm))
+        raise TypeError('expected an Intracomm, got {}'.format(
+            describe(comm)))
     with _comm_lock(comm, '@commctx_intra'):
         context = _context(comm)
         return context.dupcomm, context.next_tag()
@@ -92,7 +94,8 @@ def _commctx_inter(comm):
     "low" one): made collectively by the first call on ``comm``, as
     mpi4py does (Merge with the larger group high, then Create)."""
     if not comm.Is_inter():
-        raise TypeError('expected an Intercomm, got {!r}'.format(comm))
+        raise TypeError('expected an Intercomm, got {}'.format(
+            describe(comm)))
     with _comm_lock(comm, '@commctx_inter'):
         context = _context(comm)
         if context.localcomm is None:

@@ -6,6 +6,7 @@ from simulator.engine.actors import current
 from simulator.engine.p2p import ANY_SOURCE, ANY_TAG, PROC_NULL
 from simulator.mpi.bufexport import export_nothing
 from simulator.mpi.errstrings import ERROR_STRINGS
+from simulator.mpi.naming import class_ref, reduce_constant
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'ROOT', 'UNDEFINED',
            'COMM_TYPE_SHARED', 'IDENT', 'CONGRUENT', 'SIMILAR', 'UNEQUAL',
@@ -98,7 +99,7 @@ class _AddressConstant:
         return self._name
 
     def __reduce__(self):
-        return self._name
+        return reduce_constant(self, self._name)
 
 
 class InPlaceType(_AddressConstant):
@@ -148,17 +149,22 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
                             '{!r}'.format(ierr))
         # mpi4py's rule: a negative code is no MPI error code at all
         self.error_code = int(ierr) if ierr >= SUCCESS else ERR_UNKNOWN
-        self.detail = detail
         super().__init__(ierr)
+        if detail:
+            # str(e) and e.args are mpi4py's (programs print and compare
+            # them); what the simulator knows of the cause (the value that
+            # was wrong) is a note, which tracebacks show.
+            self.add_note(detail)
 
     def __str__(self):
         try:
-            text = error_string(self.error_code)
+            return error_string(self.error_code)
         except Exception:
-            text = 'MPI error {}'.format(self.error_code)
-        if self.detail:
-            text = '{} ({})'.format(text, self.detail)
-        return text
+            return 'MPI error {}'.format(self.error_code)
+
+    def __reduce__(self):
+        # As BaseException's, naming the class as naming.class_ref does.
+        return (class_ref(type(self)),) + super().__reduce__()[1:]
 
     def __repr__(self):
         return 'MPI.Exception({})'.format(self.error_code)

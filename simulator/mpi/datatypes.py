@@ -16,6 +16,7 @@ Buffer specifications are parsed in :mod:`simulator.mpi.msgspec`.
 import operator
 import numpy as np
 
+from simulator.mpi.naming import describe, reduce_constant
 from simulator.mpi.ranklocal import rank_local
 from simulator.mpi import typemap
 from simulator.mpi.attributes import Attributes
@@ -164,7 +165,8 @@ class Datatype(Attributes, HandleMixin):
     def __bool__(self):
         return self._h is not None
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<Datatype {}>'.format(self.name or
                                       _COMBINER_NAMES.get(self.combiner))
 
@@ -174,7 +176,7 @@ class Datatype(Attributes, HandleMixin):
                 h.combiner == NAMED:
             attr = 'DATATYPE_NULL' if h is None else h.attr
             if DATATYPE_NAMES.get(attr) is self:
-                return attr
+                return reduce_constant(self, attr)
             return self._reduce_copy(DATATYPE_NAMES[attr])
         base, combiner, params = self.decode()
         return (_recreate, (base, combiner, params, h.committed))
@@ -450,7 +452,7 @@ class Datatype(Attributes, HandleMixin):
         for t in types:
             if not isinstance(t, Datatype):
                 raise TypeError('Create_struct: expected Datatype, got '
-                                '{!r}'.format(t))
+                                '{}'.format(describe(t)))
         layouts = [t._t('Create_struct').layout for t in types]
         types = _retained(types)
         layout = typemap.struct_layout(

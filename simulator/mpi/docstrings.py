@@ -19,6 +19,8 @@ text stays with the code; only the shape is made here.
 import inspect
 import textwrap
 
+from simulator.mpi.naming import is_ours
+
 __all__ = ['shape']
 
 # Functions already given their signature line: one function object may
@@ -34,10 +36,6 @@ class _Named:
 
     def __repr__(self):
         return self.name
-
-
-def _is_ours(obj):
-    return str(getattr(obj, '__module__', '')).startswith('simulator.')
 
 
 def _signature_line(name, function, named):
@@ -63,7 +61,7 @@ def _text(doc):
 
 
 def _shape_function(function, named):
-    if function in _shaped or not function.__doc__ or not _is_ours(function):
+    if function in _shaped or not function.__doc__ or not is_ours(function):
         return
     _shaped.add(function)
     function.__doc__ = '{}\n\n{}'.format(
@@ -73,7 +71,7 @@ def _shape_function(function, named):
 
 def _shape_property(name, prop):
     if prop in _shaped or not prop.__doc__ or prop.fget is None or \
-            not _is_ours(prop.fget):
+            not is_ours(prop.fget):
         return
     _shaped.add(prop)
     returns = inspect.signature(prop.fget).return_annotation
@@ -83,7 +81,7 @@ def _shape_property(name, prop):
 
 
 def _shape_class(cls, named):
-    if cls in _shaped or not _is_ours(cls):
+    if cls in _shaped or not is_ours(cls):
         return
     _shaped.add(cls)
     for base in cls.__mro__[1:]:        # the methods it inherits too

@@ -45,6 +45,7 @@ from simulator.mpi.datatypes import DATATYPE_NAMES, Datatype
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.msgspec import parse
+from simulator.mpi.naming import describe, reduce_constant
 from simulator.mpi.request import ProcNullRequest
 from simulator.mpi.unsupported import not_simulated
 from simulator.mpi.values import VALUES
@@ -76,6 +77,14 @@ _ERRNO_CLASSES = {
     errno.EDQUOT: _V['ERR_QUOTA'], errno.EROFS: ERR_READ_ONLY,
     errno.EINVAL: ERR_OTHER}
 _BYTE = DATATYPE_NAMES['BYTE']
+
+
+def _copy_error(error):
+    """A rank's own copy of ``error``, the MPI.Exception one rank's part
+    of a collective file call raised for all (each rank raises its own
+    object), with its class and its notes (the simulator's detail)."""
+    return MPIException(error.Get_error_class(),
+                        '; '.join(getattr(error, '__notes__', ())) or None)
 
 
 def _os_error(op, error):
@@ -291,7 +300,7 @@ def _open_file(comm, path, amode, info):
     from simulator.mpi.comm import Intercomm
     if not hasattr(comm, '_s'):
         raise TypeError('File.Open: comm must be an Intracomm, got '
-                        '{!r}'.format(comm))
+                        '{}'.format(describe(comm)))
     if isinstance(comm, Intercomm):
         raise MPIException(ERR_COMM, 'File.Open on an intercommunicator')
     state = comm._s
@@ -395,13 +404,14 @@ class File(HandleMixin):
 
     def __reduce__(self):
         if self is FILE_NULL:
-            return 'FILE_NULL'
+            return reduce_constant(self, 'FILE_NULL')
         if self._h is None:
             return self._reduce_copy(FILE_NULL)
-        raise ValueError('cannot serialize {!r}: an open file belongs to '
-                         'its process'.format(self))
+        raise ValueError('cannot serialize {}: an open file belongs to '
+                         'its process'.format(describe(self)))
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         if self._h is None:
             return '<simulator.mpi.File FILE_NULL>'
         return '<simulator.mpi.File {}>'.format(self._h.state.name)
@@ -413,8 +423,8 @@ class File(HandleMixin):
         path = _path_of(filename)
         _check_amode(amode)
         if not isinstance(info, Info):
-            raise TypeError('File.Open: info must be an Info, got {!r}'
-                            .format(info))
+            raise TypeError('File.Open: info must be an Info, got {}'
+                            .format(describe(info)))
         return cls._from_target(_open_file(comm, path, amode, info))
 
     def Close(self):
@@ -434,7 +444,7 @@ class File(HandleMixin):
             os.close(h.fd)
             self._h = None
         if error is not None:
-            raise MPIException(error.Get_error_class(), str(error))
+            raise _copy_error(error)
 
     def free(self):
         """Close, where FILE_NULL is left as it is."""
@@ -501,7 +511,7 @@ class File(HandleMixin):
     @staticmethod
     def _raise(error):
         if error is not None:
-            raise MPIException(error.Get_error_class(), str(error))
+            raise _copy_error(error)
 
     def Get_size(self):
         """The file's size in bytes."""
@@ -535,7 +545,7 @@ class File(HandleMixin):
         h = self._o
         if not isinstance(info, Info):
             raise TypeError('File.Set_info: info must be an Info, got '
-                            '{!r}'.format(info))
+                            '{}'.format(describe(info)))
         self._collective('File.Set_info')
         if info != INFO_NULL:
             h.info.update(info.items())
@@ -576,7 +586,7 @@ class File(HandleMixin):
         for name, dt in (('etype', etype), ('filetype', filetype)):
             if not isinstance(dt, Datatype):
                 raise TypeError('File.Set_view: {} must be a Datatype, got '
-                                '{!r}'.format(name, dt))
+                                '{}'.format(name, describe(dt)))
             t = dt._t('File.Set_view ' + name)
             if not t.committed:
                 raise MPIException(ERR_TYPE, 'File.Set_view: {} {} is not '
@@ -974,7 +984,7 @@ class File(HandleMixin):
         MPI.Exception, as with ERRORS_RETURN)."""
         if not isinstance(errhandler, Errhandler):
             raise TypeError('File.Set_errhandler expects an Errhandler, got '
-                            '{!r}'.format(errhandler))
+                            '{}'.format(describe(errhandler)))
         if not errhandler:
             raise MPIException(ERR_ARG, 'File.Set_errhandler with '
                                'ERRHANDLER_NULL')

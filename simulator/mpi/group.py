@@ -11,6 +11,7 @@ from simulator.mpi.constants import (ERR_ARG, ERR_GROUP, ERR_RANK, IDENT,
                                      PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
+from simulator.mpi.naming import describe, reduce_constant
 
 __all__ = ['Group', 'GROUP_NULL', 'GROUP_EMPTY']
 
@@ -191,16 +192,18 @@ class Group(HandleMixin):
     def __reduce__(self):
         if self._members is None:
             return self._reduce_copy(GROUP_NULL) \
-                if self is not GROUP_NULL else 'GROUP_NULL'
+                if self is not GROUP_NULL else \
+                reduce_constant(self, 'GROUP_NULL')
         if self is GROUP_EMPTY:
-            return 'GROUP_EMPTY'
+            return reduce_constant(self, 'GROUP_EMPTY')
         if not self._members:
             # Empty groups are the same on every process.
             return self._reduce_copy(GROUP_EMPTY)
-        raise ValueError('cannot serialize {!r}: groups are local to a '
-                         'process'.format(self))
+        raise ValueError('cannot serialize {}: groups are local to a '
+                         'process'.format(describe(self)))
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<simulator.mpi.Group {}>'.format(
             'GROUP_NULL' if self._members is None else list(self._members))
 

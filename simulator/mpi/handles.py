@@ -9,6 +9,7 @@ its own table (a rank is a process); 0 is the null handle of every kind.
 """
 import itertools
 
+from simulator.mpi.naming import class_ref
 from simulator.mpi.ranklocal import rank_local
 
 __all__ = ['HandleMixin', 'handle_of', 'target_of', 'register_fixed',
@@ -90,7 +91,7 @@ class HandleMixin:
         """The ``__reduce__`` of a handle to a named object that is not the
         constant itself: the constant, given to the handle's own class
         (mpi4py's: a subclass's copy is of that subclass)."""
-        return (type(self), (constant,))
+        return (class_ref(type(self)), (constant,))
 
     @classmethod
     def _from_target(cls, target):

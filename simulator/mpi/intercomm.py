@@ -29,6 +29,7 @@ from simulator.mpi.constants import (CONGRUENT, ERR_COMM,
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
 from simulator.mpi.msgspec import WBuffer, parse, parse_send, parse_vector
+from simulator.mpi.naming import describe, is_ours
 from simulator.mpi.ops import OP_NAMES
 
 __all__ = ['InterState', 'InterOps', 'is_inter', 'compare',
@@ -62,7 +63,7 @@ class InterState(CommState):
 def _is_comm(obj):
     """Whether ``obj`` is a simulator.mpi communicator handle (by its
     classes' names: comm imports this module, not the other way)."""
-    return any(k.__name__ == 'Comm' and k.__module__ == 'simulator.mpi'
+    return any(k.__name__ == 'Comm' and is_ours(k)
                for k in type(obj).__mro__)
 
 def is_inter(state):
@@ -118,7 +119,7 @@ def create_intercomm(comm, local_leader, peer_comm, remote_leader, tag):
     if s.rank == local_leader:
         if not _is_comm(peer_comm):
             raise TypeError('Create_intercomm: peer_comm must be a Comm, '
-                            'got {!r}'.format(peer_comm))
+                            'got {}'.format(describe(peer_comm)))
         peer = peer_comm._s
         remote_leader = peer_comm._peer(remote_leader, 'remote leader',
                                         False)

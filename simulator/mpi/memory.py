@@ -252,10 +252,7 @@ class buffer(DelegatingExporter):  # noqa: N801 -- mpi4py's name
         raise NotImplementedError('buffer: items cannot be deleted')
 
     def __reduce__(self):
-        raise TypeError("cannot pickle 'simulator.mpi.buffer' object")
-
-    def __repr__(self):
-        return '<simulator.mpi.buffer object at {:#x}>'.format(id(self))
+        raise TypeError("cannot pickle 'mpi4py.MPI.buffer' object")
 
 
 def _is_index(value):

@@ -13,6 +13,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.handles import HandleMixin
 from simulator.mpi.msgspec import parse_p2p
+from simulator.mpi.naming import describe, reduce_constant
 from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest, guard_receive
 from simulator.mpi.request import Request, check_status, track
 
@@ -32,8 +33,8 @@ class Message(HandleMixin):
         elif isinstance(message, Message):
             self._state = message._state
         else:
-            raise TypeError('Message() takes a Message, got {!r}'.format(
-                message))
+            raise TypeError('Message() takes a Message, got {}'.format(
+                describe(message)))
 
     def _handle_target(self):
         return None if self._state is _NULL else self._state
@@ -72,9 +73,9 @@ class Message(HandleMixin):
 
     def __reduce__(self):
         if self is MESSAGE_NULL:
-            return 'MESSAGE_NULL'
+            return reduce_constant(self, 'MESSAGE_NULL')
         if self is MESSAGE_NO_PROC:
-            return 'MESSAGE_NO_PROC'
+            return reduce_constant(self, 'MESSAGE_NO_PROC')
         if self._state in (_NULL, _NO_PROC):
             return self._reduce_copy(MESSAGE_NULL if self._state is _NULL
                                      else MESSAGE_NO_PROC)
@@ -148,7 +149,8 @@ class Message(HandleMixin):
     probe = Probe
     iprobe = Iprobe
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         name = {_NULL: 'MESSAGE_NULL', _NO_PROC: 'MESSAGE_NO_PROC'}.get(
             self._state, 'matched')
         return '<simulator.mpi.Message {}>'.format(name)

@@ -26,6 +26,7 @@ from simulator.mpi.constants import (ERR_TYPE, PROC_NULL, BottomType,
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.datatypes import DATATYPE_NAMES, TYPECODES, Datatype
 from simulator.mpi.dlpack import dlpack_memory
+from simulator.mpi.naming import describe
 from simulator.mpi.unsupported import NotSimulated
 
 __all__ = ['Buffer', 'parse', 'parse_p2p', 'parse_send', 'parse_vector',
@@ -663,8 +664,8 @@ class WBuffer:
                              .format(size, len(self.types)))
         for t in self.types:
             if not isinstance(t, Datatype):
-                raise TypeError('message: expecting Datatype, got {!r}'
-                                .format(t))
+                raise TypeError('message: expecting Datatype, got {}'
+                                .format(describe(t)))
         # read now: the caller may Free the datatypes while a
         # non-blocking Ialltoallw is pending
         self.layouts = [t.layout for t in self.types]

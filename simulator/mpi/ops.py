@@ -7,6 +7,7 @@ from simulator.engine.actors import current
 from simulator.mpi.constants import ERR_OP
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin
+from simulator.mpi.naming import describe, reduce_constant
 
 __all__ = ['Op', 'OP_NAMES', 'MAX_USER_OPS']
 
@@ -34,7 +35,7 @@ class Op(HandleMixin):
         elif isinstance(op, Op):
             self.__dict__.update(op.__dict__)
         else:
-            raise TypeError('Op() takes an Op, got {!r}'.format(op))
+            raise TypeError('Op() takes an Op, got {}'.format(describe(op)))
 
     def _set(self, name, ufunc=None, pyfunc=None, commute=True,
              user=False, pairs=None):
@@ -111,7 +112,7 @@ class Op(HandleMixin):
         if not self.user:
             predefined = _BY_NAME.get(self.name)
             if predefined is self:
-                return predefined._attr
+                return reduce_constant(self, self._attr)
             return self._reduce_copy(predefined)
         return (_user_op, (self.pyfunc, self.commute))
 
@@ -228,7 +229,8 @@ class Op(HandleMixin):
             self.pyfunc(out.copy(), tmp, datatype)
             out[...] = tmp
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<Op {}>'.format(self.name)
 
 

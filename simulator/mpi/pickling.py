@@ -122,7 +122,8 @@ class Pickle:
         """The object of ``dumps_oob``'s data and buffers."""
         return self._settings()['loads'](data, buffers=buffers)
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<simulator.mpi.Pickle protocol={}>'.format(self.PROTOCOL)
 
 

@@ -19,6 +19,8 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_COUNT,
                                      SUCCESS, UNDEFINED)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
+from simulator.mpi.naming import (class_ref, describe, is_ours,
+                                   reduce_constant)
 
 __all__ = ['Status', 'Request', 'ProcNullRequest', 'Grequest',
            'REQUEST_NULL', 'track']
@@ -226,10 +228,11 @@ class Status:
 
     def __reduce__(self):
         # the class travels too: a subclass's copy is of that subclass
-        return (_new_status, (type(self), self.source, self.tag,
+        return (_new_status, (class_ref(type(self)), self.source, self.tag,
                               self.error, self.nbytes, self.Is_cancelled()))
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<Status source={} tag={} bytes={}>'.format(
             self.source, self.tag, self.nbytes)
 
@@ -306,8 +309,8 @@ def _byte():
 def _type_size(datatype, what):
     from simulator.mpi.datatypes import DATATYPE_NULL, Datatype
     if not isinstance(datatype, Datatype):
-        raise TypeError('Status.{}: expected a Datatype, got {!r}'.format(
-            what, datatype))
+        raise TypeError('Status.{}: expected a Datatype, got {}'.format(
+            what, describe(datatype)))
     if datatype == DATATYPE_NULL:
         raise MPIException(ERR_TYPE, 'Status.{} with DATATYPE_NULL'.format(
             what))
@@ -480,7 +483,7 @@ class Request(HandleMixin):
 
     def __reduce__(self):
         if self is REQUEST_NULL:
-            return 'REQUEST_NULL'
+            return reduce_constant(self, 'REQUEST_NULL')
         if not self:
             return self._reduce_copy(REQUEST_NULL)
         raise ValueError('cannot serialize a request: it belongs to the '
@@ -784,7 +787,7 @@ def _own(request, name):
     if fn is None:
         fn = _OWN[cls, name] = next(
             k.__dict__[name] for k in cls.__mro__
-            if name in k.__dict__ and k.__module__.startswith('simulator.'))
+            if name in k.__dict__ and is_ours(k))
     return fn.__get__(request, cls)
 
 
@@ -801,8 +804,7 @@ def _forward_to(handle, origin):
                  'get_status', 'Cancel', 'cancel', 'Free', 'Start',
                  '_complete', '_finish', '_ready', '_waitable'):
         owner = next((k for k in mro if name in k.__dict__), None)
-        if owner is not None and \
-                not owner.__module__.startswith('simulator.'):
+        if owner is not None and not is_ours(owner):
             continue    # the program's subclass overrides it
         method = getattr(origin, name, None)
         if method is not None:

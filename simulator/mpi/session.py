@@ -15,6 +15,7 @@ from simulator.mpi.constants import ERR_ARG, ERR_GROUP
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
+from simulator.mpi.naming import describe, reduce_constant
 from simulator.mpi.unsupported import mpi41_missing
 from simulator.mpi.values import VALUES
 
@@ -156,7 +157,7 @@ class Session(HandleMixin):
         self._check('Set_errhandler')
         if not isinstance(errhandler, Errhandler):
             raise TypeError('Set_errhandler expects an Errhandler, got '
-                            '{!r}'.format(errhandler))
+                            '{}'.format(describe(errhandler)))
         if not errhandler:
             raise MPIException(ERR_ARG, 'Set_errhandler with '
                                'ERRHANDLER_NULL')
@@ -206,12 +207,14 @@ class Session(HandleMixin):
 
     def __reduce__(self):
         if not self._open:
-            return 'SESSION_NULL' if self is SESSION_NULL else \
+            return reduce_constant(self, 'SESSION_NULL') \
+                if self is SESSION_NULL else \
                 self._reduce_copy(SESSION_NULL)
         raise ValueError('cannot serialize a session: it belongs to the '
                          'process')
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<simulator.mpi.Session{}>'.format(
             '' if self._open else ' (null)')
 

@@ -55,6 +55,7 @@ from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
                                     Errhandler, Info,
                                     call_errhandler, create_errhandler)
 from simulator.mpi.memory import buffer
+from simulator.mpi.naming import describe, reduce_constant
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
 from simulator.mpi.rma_races import (Access, EpochLog, ExposureLog,
@@ -297,21 +298,25 @@ class Win(bytearray, Attributes, HandleMixin):
 
     def __reduce__(self):
         if getattr(self, '_shared', None) is None:
-            return 'WIN_NULL' if self is WIN_NULL else \
+            return reduce_constant(self, 'WIN_NULL') if self is WIN_NULL else \
                 self._reduce_copy(WIN_NULL)
-        raise ValueError('cannot serialize {!r}: windows belong to the '
-                         'process'.format(self))
+        raise ValueError('cannot serialize {}: windows belong to the '
+                         'process'.format(describe(self)))
 
     def __reduce_ex__(self, protocol):
         return self.__reduce__()
 
-    def __repr__(self):
+    def _describe(self):
+        # the simulator's messages (naming.describe); the repr is mpi4py's
         if getattr(self, '_shared', None) is None:
             return '<simulator.mpi.Win (null)>'
         return '<simulator.mpi.Win {} rank {} of {}>'.format(
             self._state.name, self._rank, len(self._shared.group))
 
-    __str__ = __repr__
+    # mpi4py's, not bytearray's (Win(b'')) that the memory base gives.
+    __repr__ = object.__repr__
+    __str__ = object.__str__
+
 
     # -- attributes ----------------------------------------------------------
     def Get_group(self):
@@ -606,8 +611,8 @@ class Win(bytearray, Attributes, HandleMixin):
         shared = self._s
         members = getattr(group, '_members', None)
         if members is None:
-            raise TypeError('Win.{}: expected a Group, got {!r}'.format(
-                op, group))
+            raise TypeError('Win.{}: expected a Group, got {}'.format(
+                op, describe(group)))
         index = {w: r for r, w in enumerate(shared.group)}
         missing = [w for w in members if w not in index]
         if missing:
@@ -754,15 +759,16 @@ class Win(bytearray, Attributes, HandleMixin):
             # types would need its typemap matched element by element.
             base = getattr(dt, 'dtype', None)
             if base is None or bool(base.fields) or base.kind == 'V':
-                raise not_simulated('Win.{} with {} datatype {!r} (several '
+                raise not_simulated('Win.{} with {} datatype {} (several '
                                     'basic types in one datatype, in RMA)'
-                                    .format(op, what, dt))
+                                    .format(op, what, describe(dt)))
             if not (derived or getattr(dt, 'is_predefined', True)):
                 # Open MPI takes some and gets them wrong (its
                 # Compare_and_swap ignores the type's displacements).
-                raise MPIException(ERR_TYPE, 'Win.{}: {} datatype {!r} is '
+                raise MPIException(ERR_TYPE, 'Win.{}: {} datatype {} is '
                                    'derived; MPI requires a predefined '
-                                   'datatype here'.format(op, what, dt))
+                                   'datatype here'.format(op, what,
+                                                          describe(dt)))
         if dtype != buf.data.dtype:
             raise MPIException(ERR_TYPE, 'Win.{}: origin holds {} but the '
                                'target datatype is {}'.format(
@@ -954,8 +960,8 @@ class Win(bytearray, Attributes, HandleMixin):
             view[...] = operand
             return
         if not op.is_predefined:
-            raise MPIException(ERR_OP, 'Win: user-defined op {!r} in an '
-                               'accumulate'.format(op))
+            raise MPIException(ERR_OP, 'Win: user-defined op {} in an '
+                               'accumulate'.format(describe(op)))
         with np.errstate(all='ignore'):     # C arithmetic: no warnings
             op.reduce_into(view, operand)
 

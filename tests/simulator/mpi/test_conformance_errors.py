@@ -89,6 +89,59 @@ def test_mpi_exception_is_a_runtime_error_with_a_message(mpi_comm, MPI):
     assert isinstance(info.value.Get_error_class(), int)
 
 
+@pytest.mark.mpi(sizes=SIZES)
+def test_mpi_exception_str_repr_and_args_are_mpi4pys(mpi_comm, MPI):
+    # A program prints and compares them: the error's text alone.
+    with pytest.raises(MPI.Exception) as info:
+        mpi_comm.send(1, dest=mpi_comm.Get_size() + 98)
+    error = info.value
+    assert str(error) == 'MPI_ERR_RANK: invalid rank'
+    assert repr(error) == 'MPI.Exception({})'.format(MPI.ERR_RANK)
+    assert error.args == (MPI.ERR_RANK,)
+    assert error.Get_error_string() == str(error)
+    assert type(error).__module__ == 'mpi4py.MPI'
+
+
+@pytest.mark.simulator_only(
+    'the detail (which value was wrong) is what the simulator knows '
+    'beyond the MPI error class; Open MPI gives none')
+def test_mpi_exception_detail_is_a_note_that_tracebacks_show():
+    import traceback
+
+    def body(comm):
+        with pytest.raises(simulator.mpi.Exception) as info:
+            comm.send(1, dest=99)
+        error = info.value
+        assert str(error) == 'MPI_ERR_RANK: invalid rank'
+        assert len(error.__notes__) == 1
+        assert 'destination rank 99' in error.__notes__[0]
+        assert error.__notes__[0] in ''.join(
+            traceback.format_exception(error))
+        # a copy keeps it
+        import pickle
+        assert pickle.loads(pickle.dumps(error)).__notes__ == \
+            error.__notes__
+    simulator.run(body, 2)
+
+
+@pytest.mark.simulator_only(
+    'the message to the other ranks is the simulator\'s')
+def test_a_rank_failing_with_an_mpi_error_tells_the_others_its_detail():
+    told = []
+
+    def body(comm):
+        if comm.rank == 0:
+            comm.send(1, dest=99)
+        with pytest.raises(simulator.RankFailedError) as info:
+            comm.recv(source=0)
+        told.append(str(info.value))
+    with pytest.raises(simulator.mpi.Exception) as info:
+        simulator.run(body, 2)
+    assert 'destination rank 99' in info.value.__notes__[0]
+    assert told and 'MPI_ERR_RANK: invalid rank (destination rank 99' in \
+        told[0], told
+
+
 @pytest.mark.mpi(sizes=(1, 2, 3))
 def test_uncommitted_datatype_raises_err_type_where_mpi_checks(
         mpi_comm, MPI):
@@ -213,9 +266,9 @@ def test_object_receives_too_small_for_the_pickle_are_reported():
         with pytest.raises(simulator.mpi.Exception) as info:
             comm.irecv(source=0, tag=1).wait()
         assert info.value.Get_error_class() == simulator.mpi.ERR_TRUNCATE
-        assert 'mpi4py.rc.irecv_bufsz' in str(info.value)
+        assert 'mpi4py.rc.irecv_bufsz' in info.value.__notes__[0]
         assert 'irecv of {} bytes'.format(mpi4py.rc.irecv_bufsz) in \
-            str(info.value)
+            info.value.__notes__[0]
         assert comm.irecv(source=0, tag=2).wait() == [1, 2]
         fitted = len(comm.irecv(10 ** 6, source=0, tag=3).wait())
         with warnings.catch_warnings():

@@ -137,6 +137,19 @@ def test_mpi4py_abi_registry_is_each_process_own(size):
     _assert_same_under_mpiexec(found, size, script)
 
 
+@pytest.mark.parametrize('size', [1, 2])
+def test_mpi4pys_class_names_reprs_and_error_strings_match_mpiexec(size):
+    # type(), repr() (addresses masked), str(MPI.Exception), qualified
+    # names, pickles of the predefined objects, the classes help() lists.
+    script = _script('names_probe.py')
+    found = _simulated_payloads(size, script)
+    payloads = [p for _, p in found]
+    assert "OUT rank=0 handle COMM_WORLD <class 'mpi4py.MPI.Intracomm'> " \
+        '<mpi4py.MPI.Intracomm object at 0x?>' in payloads
+    assert 'OUT rank=0 pickle INT 33 True' in payloads
+    _assert_same_under_mpiexec(found, size, script)
+
+
 @pytest.mark.parametrize('size,relative', [(1, False), (2, False), (3, False),
                                            (2, True)])
 def test_what_a_rank_sees_of_its_process_matches_mpiexec(size, relative):

@@ -1,0 +1,169 @@
+"""The names a program sees: ``mpi4py.MPI``'s, for the simulator's classes.
+
+A program compares what it prints under ``python -m simulator`` with
+what it prints under ``mpiexec``, so the public classes and functions of
+:mod:`simulator.mpi` carry mpi4py's module name (``<class
+'mpi4py.MPI.Intracomm'>``, ``Comm.Send.__qualname__``), their instances
+the default ``<mpi4py.MPI.Intracomm object at 0x...>`` repr, and the
+predefined objects pickle as ``mpi4py.MPI`` globals. :func:`publish`
+renames them once, when the package is assembled.
+
+The simulator's own code cannot tell its classes by that name any more
+(a real ``mpi4py.MPI`` may be loaded beside it): :func:`is_ours` does.
+Its messages describe objects as before, with :func:`describe` (an
+object's ``_describe()``: ``MPI_COMM_WORLD rank 0/2``...), never with
+the program-visible repr.
+
+Pickles name ``mpi4py.MPI`` only where the program's ``mpi4py.MPI`` (the
+stand-in :mod:`simulator.tools.standin` installs) holds the object, as
+in a launched program; elsewhere (in-process tests, with no stand-in or
+with the real mpi4py loaded) they name a lookup in the simulator's
+namespace instead, so they still round-trip.
+"""
+import inspect
+import sys
+
+__all__ = ['MODULE', 'publish', 'is_ours', 'describe', 'reduce_constant',
+           'class_ref']
+
+MODULE = 'mpi4py.MPI'
+
+# The renamed classes and functions, and the namespace they were
+# published from (the package's public names: what a pickle made
+# in-process looks up).
+_PUBLISHED = set()
+_NAMESPACE = {}
+
+
+def _is_simulator_code(obj):
+    return str(getattr(obj, '__module__', '')).startswith('simulator.')
+
+
+def is_ours(obj):
+    """Whether the class or function ``obj`` is the simulator's own (not
+    a program's subclass, nor a real mpi4py class of the same name)."""
+    try:
+        return obj in _PUBLISHED or _is_simulator_code(obj)
+    except TypeError:   # unhashable
+        return _is_simulator_code(obj)
+
+
+def describe(obj):
+    """The simulator's description of ``obj`` for its own messages: an
+    MPI object's ``_describe()`` (``MPI_COMM_WORLD rank 0/2``...), any
+    other object's repr."""
+    # Looked up in the classes' dicts: a metaclass's __getattr__ (the
+    # unsimulated handle types') must not run.
+    for kind in type(obj).__mro__:
+        own = vars(kind).get('_describe')
+        if own is not None:
+            return own(obj)
+    return repr(obj)
+
+
+def _members(cls):
+    """(name, function) of the methods and property functions written in
+    ``cls``'s own body."""
+    for name, value in vars(cls).items():
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            for part in (value.fget, value.fset, value.fdel):
+                if inspect.isfunction(part):
+                    yield name, part
+        elif inspect.isfunction(value):
+            yield name, value
+
+
+def _claim_inherited(cls):
+    """Name the methods ``cls`` inherits from the simulator's mixins
+    (``PointToPoint.Send``) after the most basic public class that has
+    the name (``Comm.Send``; ``Comm.Bcast`` too, which Intercomm
+    overrides), as mpi4py's, written once in the class itself. A mixin
+    that several classes share (attributes, handles) names the first of
+    them only, and an alias (Clone = Dup) its function's name: copies
+    per class would escape the patches of :mod:`simulator.mpi.timing`."""
+    public = [base for base in cls.__mro__ if base in _PUBLISHED]
+    for name, function in _members(cls):
+        if function.__qualname__ == function.__name__:
+            # a module's function set on the class (Datatype.Pack)
+            function.__qualname__ = '{}.{}'.format(cls.__qualname__, name)
+    for base in cls.__mro__[1:]:
+        if base in _PUBLISHED or not _is_simulator_code(base):
+            continue
+        prefix = base.__qualname__ + '.'
+        for name, function in _members(base):
+            if function.__qualname__ != prefix + name:
+                continue        # named already
+            owner = next(k for k in reversed(public)
+                         if any(name in vars(b) for b in k.__mro__))
+            function.__qualname__ = '{}.{}'.format(owner.__qualname__, name)
+
+
+def publish(namespace):
+    """Give the public classes and functions of ``namespace`` (the
+    package's names and values) mpi4py's module name, and the methods
+    their classes inherit from mixins their qualified names."""
+    _NAMESPACE.update(namespace)
+    classes = [value for value in namespace.values()
+               if isinstance(value, type) and _is_simulator_code(value)]
+    # Bases first: Comm claims the mixins' methods before Intracomm.
+    ordered = sorted(set(classes), key=lambda c: len(c.__mro__))
+    for cls in ordered:
+        cls.__module__ = MODULE
+        _PUBLISHED.add(cls)
+    for cls in ordered:
+        _claim_inherited(cls)
+    functions = [(name, value) for name, value in namespace.items()
+                 if inspect.isfunction(value) and _is_simulator_code(value)]
+    for name, function in functions:
+        function.__module__ = MODULE
+        _PUBLISHED.add(function)
+        # One published under another name than it was written with
+        # (Get_error_class = error_class) takes that name, as mpi4py's.
+        if sum(f is function for _, f in functions) == 1:
+            function.__name__ = function.__qualname__ = name
+
+
+def _held_by_program(name, obj):
+    module = sys.modules.get(MODULE)
+    return module is not None and getattr(module, name, None) is obj
+
+
+def _lookup(name):
+    """The simulator's public object ``name`` (unpickling one pickled
+    in-process)."""
+    return _NAMESPACE[name]
+
+
+def reduce_constant(obj, name):
+    """The ``__reduce__`` of the predefined object ``MPI.<name>``: its
+    name (a global of ``mpi4py.MPI``, as mpi4py pickles it) where the
+    program's ``mpi4py.MPI`` holds it, else a lookup of the name."""
+    if _held_by_program(name, obj):
+        return name
+    return (_lookup, (name,))
+
+
+class _ClassRef:
+    """A public class in a pickle made where ``mpi4py.MPI`` does not hold
+    it: unpickles as the class (and calls as it, so it can stand first
+    in a ``__reduce__`` value)."""
+
+    def __init__(self, cls):
+        self._cls = cls
+
+    def __call__(self, *args, **kwargs):
+        return self._cls(*args, **kwargs)
+
+    def __reduce__(self):
+        return (_lookup, (self._cls.__name__,))
+
+
+def class_ref(cls):
+    """``cls`` as a ``__reduce__`` value names it: the class itself where
+    it pickles by name (a program's subclass, or the program's
+    ``mpi4py.MPI`` holds it), else a stand-in that unpickles as it."""
+    if cls not in _PUBLISHED or _held_by_program(cls.__name__, cls):
+        return cls
+    return _ClassRef(cls)
