@@ -16,9 +16,10 @@ The same rule holds within one exposure epoch (``Post`` .. ``Wait``) of
 a target (:class:`ExposureLog`): the origins' ``Complete`` does not
 complete their accesses at the target, only its ``Wait`` does. In
 passive target epochs (:class:`LockLog`) two accesses are reported
-only when they overlap in time: one made while the other's origin has
-not yet completed it by a Flush or Unlock, which no synchronisation can
-order (see there for what is left out, and why).
+only when nothing can have ordered them: the second made while the
+first was not yet completed by its origin (Flush, Unlock) nor seen by
+anyone (the target blocked in MPI all along, no RMA read of its bytes);
+see there for what is left out, and why.
 
 A load/store is the other half: a window's memory written by the
 program (not through RMA) in the fence epoch in which an operation
@@ -102,7 +103,8 @@ class Access:
     region) that holds it."""
 
     __slots__ = ('origin', 'kind', 'start', 'end', 'before', 'after',
-                 'record', 'padded', 'target', 'base', 'retired')
+                 'record', 'padded', 'target', 'base', 'retired', 'quiet',
+                 'observed')
 
     def __init__(self, origin, kind, start, before, after, record,
                  padded=False, target=None, base=None):
@@ -117,6 +119,11 @@ class Access:
         self.target = target
         self.base = start if base is None else base
         self.retired = False    # completed: races with nothing now
+        # Passive target: what the target's threads were blocked in
+        # when it was made (None: one ran), and whether an RMA read saw
+        # its bytes since (LockLog).
+        self.quiet = None
+        self.observed = False
 
     def _part(self, data, lo, hi):
         return data[lo - self.start:hi - self.start]
@@ -159,9 +166,9 @@ class _Index:
         self._wide = []
         self._retired = 0
 
-    def clashes(self, access, conflict):
-        """The first live access overlapping ``access`` where
-        ``conflict(other, access, lo, hi)``: (other, lo, hi) or None."""
+    def overlapping(self, access):
+        """(other, lo, hi) for each live access sharing bytes ``lo``..
+        ``hi`` with ``access``."""
         first, last, wide = _span(access)
         if wide:
             candidates = self.all
@@ -174,7 +181,14 @@ class _Index:
                 continue
             lo = max(other.start, access.start)
             hi = min(other.end, access.end)
-            if lo < hi and conflict(other, access, lo, hi):
+            if lo < hi:
+                yield other, lo, hi
+
+    def clashes(self, access, conflict):
+        """The first live access overlapping ``access`` where
+        ``conflict(other, access, lo, hi)``: (other, lo, hi) or None."""
+        for other, lo, hi in self.overlapping(access):
+            if conflict(other, access, lo, hi):
                 return other, lo, hi
         return None
 
@@ -301,50 +315,58 @@ class LockLog:
     ``LOCK_SHARED``, ``Lock_all``) that their origin has not completed
     yet (``Flush``/``Unlock`` of the target).
 
-    Two such epochs of different origins on one target are ordered only
-    if one origin completes its accesses and then, through a message, a
-    barrier or anything else, the other learns of it before its own. The
-    simulator keeps no happens-before relation, so it reports only what
-    needs none: an access made while a conflicting access to the same
-    bytes is not yet completed by its origin. No synchronisation can
-    order the two then (the first is complete only at its origin's later
-    Flush/Unlock, the second was not made yet when the first was), so a
-    correct program is never reported; epochs that merely did not
-    overlap in this run are not reported either (a racy program may pass
-    when its ranks happen to run one after the other). One origin's own
-    accesses are unordered too until it completes them (two Puts of
-    different bytes before a Flush), but for its accumulates, which MPI
-    orders. Exclusive locks serialize epochs: their accesses are neither
-    kept nor checked. Request-based reads (``Rget``,
-    ``Rget_accumulate``) complete with their request, so they are
-    checked and not kept. Among accumulate-family calls of different
+    Two accesses to one location are ordered if the first's origin
+    completes it (Flush/Unlock) and then, by a message, a barrier or
+    anything else, the second's origin learns of it; or if someone sees
+    the first's bytes land and passes that on: in the unified memory
+    model the target may poll its window with loads and act on what it
+    sees (``mpi4py.util.sync`` hands its lock over so), and any rank may
+    read them with an RMA read. The simulator keeps no happens-before
+    relation, so it reports only pairs that need none: the second made
+    while the first is not yet completed by its origin, no RMA read has
+    seen the first's bytes since it was made, and every thread of the
+    target was blocked in one MPI call all along, from the first to the
+    second (so it loaded nothing). Nothing can order such a pair, so a
+    correct program is never reported; a racy one passes when its ranks
+    happen not to overlap so (a target that keeps computing, or spins,
+    while others race on its window; an epoch that ended first). Windows
+    of ``Allocate_shared`` are not checked: every rank of the node may
+    load their memory.
+
+    One origin's own accesses are unordered too until it completes them
+    (two Puts of different bytes before a Flush), but for its
+    accumulates, which MPI orders. Exclusive locks serialize epochs:
+    their accesses are neither kept nor checked. Request-based reads
+    (``Rget``, ``Rget_accumulate``) complete with their request, so they
+    are checked and not kept. Among accumulate-family calls of different
     origins MPI makes those with one op, or ``NO_OP``, atomic
     (``REPLACE`` with ``Compare_and_swap`` too, as ``mpi4py.util.sync``
-    relies on): passive target code spins on them by design, so their
-    order is no race here.
-
-    The target's own loads and stores are not checked against these
-    accesses: in the unified memory model a target may poll its window
-    and act on what lands there (``mpi4py.util.sync`` does), an order the
-    simulator cannot see."""
+    relies on): their order is no race. The target's own loads and
+    stores are not checked against these accesses."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._index = _Index()
         self._open = {}         # (origin, target) -> its accesses kept
 
-    def note(self, access, keep=True):
+    def note(self, access, quiet, reads, keep=True):
         """Check ``access`` (from ``access.origin`` to ``access.target``)
-        against the accesses of other origins not completed yet, raising
-        RMAConflictError on a conflict; keep it (``keep``) until its
-        origin completes it (:meth:`complete`)."""
+        against the accesses not completed yet, raising RMAConflictError
+        on a conflict; keep it (``keep``) until its origin completes it
+        (:meth:`complete`). ``quiet``: what the target's threads are
+        blocked in now (None: one is not blocked); ``reads``: the access
+        returns the bytes it reached (it sees those accesses land)."""
+        access.quiet = quiet
         with self._lock:
             clash = self._index.clashes(access, _passive_conflict)
             if clash is not None:
                 other, lo, hi = clash
                 raise RMAConflictError(_describe(
                     other, access, lo, hi, _PASSIVE,
-                    other.record.rank))
+                    other.record.rank, other.target))
+            if reads:
+                for other, _, _ in self._index.overlapping(access):
+                    other.observed = True
             if keep:
                 self._index.add(access)
                 self._open.setdefault((access.origin, access.target),
@@ -372,6 +394,8 @@ def _atomic_op(access):
 
 
 def _passive_conflict(a, b, lo, hi):
+    if a.quiet is None or a.quiet != b.quiet or a.observed:
+        return False    # something may have ordered them (LockLog)
     ops = {_atomic_op(a), _atomic_op(b)}
     if None not in ops and (a.origin == b.origin or len(ops) == 1 or
                             'MPI_NO_OP' in ops or
@@ -407,9 +431,10 @@ _FENCE = 'in one fence epoch'
 _EXPOSURE = ('in one exposure epoch (Post .. Wait) of rank {}, where MPI '
              'orders no two origins\' accesses (a Complete does not '
              'complete them at the target: only its Wait does)')
-_PASSIVE = ('in concurrent passive target epochs (shared locks), the '
-            'first not completed yet by a Flush or Unlock of rank {} when '
-            'the second was made, so no synchronisation orders them')
+_PASSIVE = ('in concurrent passive target epochs (shared locks): the '
+            'first was not completed yet by a Flush or Unlock of rank {}, '
+            'nor its bytes read, and rank {} was blocked in one call all '
+            'along, when the second was made, so nothing orders them')
 _REMEDY = {
     _FENCE: 'Separate them with a Fence, or use accumulates with one op',
     _EXPOSURE: 'Put them in different exposure epochs (Post .. Wait), or '

@@ -83,6 +83,8 @@ FLAVOR_CREATE, FLAVOR_ALLOCATE, FLAVOR_DYNAMIC, FLAVOR_SHARED = (
     VALUES['WIN_FLAVOR_DYNAMIC'], VALUES['WIN_FLAVOR_SHARED'])
 WIN_UNIFIED = VALUES['WIN_UNIFIED']
 _REPLACE, _NO_OP = OP_NAMES['REPLACE'], OP_NAMES['NO_OP']
+# The calls that return what they reached (see LockLog).
+_FETCHING = ('Get', 'Get_accumulate', 'Fetch_and_op', 'Compare_and_swap')
 
 
 class _Shared:
@@ -876,7 +878,7 @@ class Win(bytearray, Attributes, HandleMixin):
                 if not reads:
                     view.scatter(values)
             return result
-        note = self._race_log(target_rank)
+        note = self._race_log(op, target_rank)
         with self._s.mutex:
             before = settled_bytes(view) if note else None
             result = apply(view)
@@ -890,18 +892,23 @@ class Win(bytearray, Attributes, HandleMixin):
                         self._base(target_rank, start)))
         return result
 
-    def _race_log(self, target_rank):
-        """Where an access to ``target_rank`` is noted (a function of the
-        :class:`Access`), by the epoch it is made in; None: nowhere (an
-        exclusive lock orders it)."""
+    def _race_log(self, op, target_rank):
+        """Where an access to ``target_rank`` by ``op`` is noted (a
+        function of the :class:`Access`), by the epoch it is made in;
+        None: nowhere (an exclusive lock orders it)."""
         shared = self._s
         held = self._locks.get(target_rank)
         if held is not None or self._lock_all:
-            if held is not None and held[0] == LOCK_EXCLUSIVE:
+            if held is not None and held[0] == LOCK_EXCLUSIVE or \
+                    shared.flavor == FLAVOR_SHARED:
+                # Ordered by the lock; or any rank may load the memory.
                 return None
+            quiet = self._quiet(target_rank)
+            reads = op in _FETCHING
             # A request-based read is complete once its request is.
             keep = self._request not in ('Rget', 'Rget_accumulate')
-            return lambda access: shared.locked.note(access, keep)
+            return lambda access: shared.locked.note(access, quiet, reads,
+                                                     keep)
         if self._started and target_rank in self._started:
             exposure = self._started[target_rank]
             return lambda access: shared.exposed.note(target_rank, exposure,
@@ -910,6 +917,19 @@ class Win(bytearray, Attributes, HandleMixin):
             epoch = self._epoch
             return lambda access: shared.races.note(epoch, access)
         return None
+
+    def _quiet(self, target_rank):
+        """What every thread of ``target_rank`` is blocked in now (pairs
+        of thread and call), or None if one runs: while that holds, the
+        target loads nothing from its memory."""
+        shared = self._s
+        world = shared.world
+        with world.lock:
+            actors = world.actors[shared.group[target_rank]]
+            blocked = tuple((a, a.waiting) for a in actors)
+        if any(call is None for _, call in blocked):
+            return None
+        return blocked
 
     def _base(self, target_rank, address):
         """The address of the memory of ``target_rank`` holding

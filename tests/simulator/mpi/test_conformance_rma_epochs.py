@@ -16,11 +16,50 @@ RACY = pytest.mark.simulator_only(
     'only the simulator can say that the order decides the result')
 
 
-def _report(body, size=3):
+def _report(body, size=3, schedule=None):
     """The RMAConflictError message a simulated run of ``body`` raises."""
     with pytest.raises(simulator.RMAConflictError) as info:
-        simulator.run(body, size)
+        simulator.run(body, size, schedule=schedule)
     return str(info.value)
+
+
+def _race_on_rank0(first, second, lock, last):
+    """A program where rank 0 waits in a receive from rank ``last``
+    while ranks 1.. run ``first(win, comm)`` then (on rank ``last``)
+    ``second(win, comm)`` in shared lock epochs (``lock``: 'Lock' on rank
+    0 or 'Lock_all') on its window of 4 ints; rank 1 tells rank ``last``
+    when it is done, and keeps its epoch open until ``last`` is.
+
+    Run under a schedule: rank 1's Iprobe is answered only once every
+    thread is blocked, so rank 0 is in its receive before the first
+    access (a target that runs may have seen the first access land and
+    passed that on: then the pair is not reported)."""
+    MPI = simulator.mpi
+
+    def body(comm):
+        mem = np.zeros(4, dtype='i')
+        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
+        if comm.rank == 0:
+            comm.recv(source=last)
+        else:
+            win.Lock(0, MPI.LOCK_SHARED) if lock == 'Lock' else \
+                win.Lock_all()
+            if comm.rank == 1:
+                comm.Iprobe(source=0)
+                first(win, comm)
+                if last != 1:
+                    comm.send(None, last)
+                    comm.recv(source=last)
+            if comm.rank == last:
+                if last != 1:
+                    comm.recv(source=1)
+                second(win, comm)
+                if last != 1:
+                    comm.send(None, 1)
+                comm.send(None, 0)
+            win.Unlock(0) if lock == 'Lock' else win.Unlock_all()
+        win.Free()
+    return body
 
 
 def _second_access(win, MPI, second):
@@ -47,31 +86,18 @@ def _second_access(win, MPI, second):
 def test_conflicting_accesses_in_concurrent_shared_lock_epochs_are_reported(
         lock, second):
     MPI = simulator.mpi
-
-    def body(comm):
-        mem = np.zeros(4, dtype='i')
-        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
-        if comm.rank:
-            if lock == 'Lock':
-                win.Lock(0, MPI.LOCK_SHARED)
-            else:
-                win.Lock_all()
-        if comm.rank == 1:
-            win.Put(np.full(2, 7, dtype='i'), 0, (1, 2, MPI.INT))
-        comm.Barrier()      # rank 1's epoch is still open
-        if comm.rank == 2:
-            _second_access(win, MPI, second)
-        comm.Barrier()
-        if comm.rank:
-            win.Unlock(0) if lock == 'Lock' else win.Unlock_all()
-        win.Free()
-    message = _report(body)
+    body = _race_on_rank0(
+        lambda win, comm: win.Put(np.full(2, 7, dtype='i'), 0,
+                                  (1, 2, MPI.INT)),
+        lambda win, comm: _second_access(win, MPI, second), lock, 2)
+    message = _report(body, schedule=0)
     assert message.startswith('rank 1 Win.Put(peer=0, ')
     assert 'and rank 2 Win.{}(peer=0, '.format(
         'Get' if second == 'Rget' else second) in message
     assert "same {} byte(s) of rank 0's window (bytes {}) in concurrent " \
-        'passive target epochs (shared locks), the first not completed ' \
-        'yet by a Flush or Unlock of rank 1'.format(
+        'passive target epochs (shared locks): the first was not ' \
+        'completed yet by a Flush or Unlock of rank 1, nor its bytes ' \
+        'read, and rank 0 was blocked in one call all along'.format(
             *((8, '4..11') if second == 'Get' else (4, '8..11'))) \
         in message
     assert 'test_conformance_rma_epochs.py:' in message
@@ -81,51 +107,80 @@ def test_conflicting_accesses_in_concurrent_shared_lock_epochs_are_reported(
 def test_flush_of_another_target_leaves_the_access_open():
     # Rank 1 flushes rank 2, not rank 0: its Put to rank 0 is still
     # incomplete when rank 2, told so, reads it.
-    MPI = simulator.mpi
+    def first(win, comm):
+        win.Put(np.full(2, 1, dtype='i'), 0)
+        win.Put(np.full(2, 1, dtype='i'), 2)
+        win.Flush(2)
+        win.Flush_local(0)      # local completion only
 
-    def body(comm):
-        mem = np.zeros(2, dtype='d')
-        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
-        win.Lock_all()
-        if comm.rank == 1:
-            win.Put(np.ones(2), 0)
-            win.Put(np.ones(2), 2)
-            win.Flush(2)
-            win.Flush_local(0)      # local completion only
-            comm.send(None, 2)
-        if comm.rank == 2:
-            comm.recv(source=1)
-            win.Get(np.empty(2), 0)
-        comm.Barrier()      # rank 1 completes its Put only now
-        win.Flush_all()
-        win.Unlock_all()
-        win.Free()
-    message = _report(body)
+    body = _race_on_rank0(
+        first, lambda win, comm: win.Get(np.empty(2, dtype='i'), 0),
+        'Lock_all', 2)
+    message = _report(body, schedule=0)
     assert message.startswith('rank 1 Win.Put(peer=0, ')
     assert 'rank 2 Win.Get(peer=0, ' in message
 
 
 @RACY
-@pytest.mark.parametrize('lock', ['LOCK_SHARED', 'Lock_all'])
+@pytest.mark.parametrize('lock', ['Lock', 'Lock_all'])
 def test_one_origins_accesses_before_its_flush_are_unordered(lock):
     MPI = simulator.mpi
 
-    def body(comm):
-        win = MPI.Win.Allocate(8, 4, comm=comm)
-        if lock == 'Lock_all':
-            win.Lock_all()
-        else:
-            win.Lock(0, MPI.LOCK_SHARED)
+    def accesses(win, comm):
         win.Put(np.full(2, 1, dtype='i'), 0)
         win.Flush(0)                # orders the Put before the next two
         win.Put(np.full(2, 2, dtype='i'), 0)
         win.Accumulate(np.full(1, 3, dtype='i'), 0, 1, MPI.REPLACE)
-        win.Unlock_all() if lock == 'Lock_all' else win.Unlock(0)
-        win.Free()
-    message = _report(body, 1)
-    assert message.startswith('rank 0 Win.Put(peer=0, ')
-    assert "and rank 0 Win.Accumulate(peer=0, " in message
+
+    body = _race_on_rank0(accesses, lambda win, comm: None, lock, 1)
+    message = _report(body, 2, schedule=0)
+    assert message.startswith('rank 1 Win.Put(peer=0, ')
+    assert "and rank 1 Win.Accumulate(peer=0, " in message
     assert "same 4 byte(s) of rank 0's window (bytes 4..7)" in message
+
+
+@RACY
+@pytest.mark.parametrize('seen', ['target runs', 'read back'])
+def test_an_access_someone_may_have_seen_land_is_not_reported(seen):
+    # Rank 0 may poll its memory, see rank 1's update land and tell rank
+    # 2 (the unified model allows it), or rank 2 read it back first with
+    # an atomic read: either orders rank 2's Put after it. Not reported.
+    MPI = simulator.mpi
+
+    def body(comm):
+        mem = np.zeros(2, dtype='i')
+        win = MPI.Win.Create(mem, mem.itemsize, comm=comm)
+        if comm.rank == 0:
+            if seen == 'target runs':
+                comm.recv(source=1)
+                while mem[0] != 7:      # polls its own memory
+                    pass
+                comm.send(None, 2)
+            comm.recv(source=2)
+        else:
+            win.Lock(0, MPI.LOCK_SHARED)
+            if comm.rank == 1:
+                comm.Iprobe(source=0)
+                win.Accumulate(np.full(2, 7, dtype='i'), 0,
+                               op=MPI.REPLACE)
+                comm.send(None, 0 if seen == 'target runs' else 2)
+                comm.recv(source=2)
+            else:
+                if seen == 'target runs':
+                    comm.recv(source=0)
+                else:
+                    comm.recv(source=1)
+                    got = np.zeros(2, dtype='i')
+                    win.Get_accumulate(np.zeros(2, dtype='i'), got, 0,
+                                       op=MPI.NO_OP)
+                    win.Flush(0)
+                    assert got.tolist() == [7, 7]
+                win.Put(np.full(2, 8, dtype='i'), 0)
+                comm.send(None, 1)
+                comm.send(None, 0)
+            win.Unlock(0)
+        win.Free()
+    simulator.run(body, 3, schedule=0)
 
 
 @RACY
