@@ -7,7 +7,7 @@ answers ``Get_rank`` like each process's own handle would.
 import operator
 
 from simulator.engine.actors import current
-from simulator.mpi.constants import (ERR_ARG, ERR_GROUP, ERR_RANK, IDENT,
+from simulator.mpi.constants import (ERR_GROUP, ERR_RANK, IDENT,
                                      PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
@@ -72,8 +72,9 @@ class Group(HandleMixin):
                                        what, r, len(members)))
             out.append(r)
         if len(set(out)) != len(out):
-            raise MPIException(ERR_RANK, '{}: ranks {} repeat a '
-                               'rank'.format(what, out))
+            # Open MPI's classes: Incl's is ERR_RANK, Excl's ERR_GROUP.
+            raise MPIException(ERR_GROUP if what == 'Excl' else ERR_RANK,
+                               '{}: ranks {} repeat a rank'.format(what, out))
         return out
 
     def Translate_ranks(self, ranks=None, group=None):
@@ -145,7 +146,7 @@ class Group(HandleMixin):
         out = []
         for first, last, stride in ranges:
             if stride == 0:
-                raise MPIException(ERR_ARG, '{}: stride 0 in range '
+                raise MPIException(ERR_RANK, '{}: stride 0 in range '
                                    '{}'.format(what, (first, last, stride)))
             stop = last + (1 if stride > 0 else -1)
             out.extend(range(first, stop, stride))

@@ -275,3 +275,18 @@ def test_split_type_splits_as_open_mpi_on_cores_of_one_node(mpi_comm, MPI):
     shared.Free()
     # Open MPI gives a process outside the group COMM_NULL.
     assert mpi_comm.Create_group(MPI.GROUP_EMPTY) == MPI.COMM_NULL
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_group_rank_lists_get_open_mpis_classes(mpi_comm, MPI):
+    group = mpi_comm.Get_group()
+    for make, expected in ((lambda: group.Incl([0, 0]), MPI.ERR_RANK),
+                           (lambda: group.Excl([0, 0]), MPI.ERR_GROUP),
+                           (lambda: group.Range_incl([(0, 0, 0)]),
+                            MPI.ERR_RANK),
+                           (lambda: group.Range_excl([(0, 0, 0)]),
+                            MPI.ERR_RANK)):
+        with pytest.raises(MPI.Exception) as info:
+            make()
+        assert info.value.Get_error_class() == expected
+    group.Free()
