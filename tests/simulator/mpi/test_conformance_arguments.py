@@ -280,12 +280,15 @@ def test_split_type_splits_as_open_mpi_on_cores_of_one_node(mpi_comm, MPI):
 @pytest.mark.mpi(sizes=SIZES)
 def test_group_rank_lists_get_open_mpis_classes(mpi_comm, MPI):
     group = mpi_comm.Get_group()
-    for make, expected in ((lambda: group.Incl([0, 0]), MPI.ERR_RANK),
-                           (lambda: group.Excl([0, 0]), MPI.ERR_GROUP),
-                           (lambda: group.Range_incl([(0, 0, 0)]),
-                            MPI.ERR_RANK),
-                           (lambda: group.Range_excl([(0, 0, 0)]),
-                            MPI.ERR_RANK)):
+    cases = [(lambda: group.Range_incl([(0, 0, 0)]), MPI.ERR_RANK),
+             (lambda: group.Range_excl([(0, 0, 0)]), MPI.ERR_RANK)]
+    if mpi_comm.Get_size() == 1:
+        # A repeated rank: Open MPI 5.0.11 checks it in a group of one
+        # only (with more it makes a group with a process twice); the
+        # simulator refuses it at every size.
+        cases += [(lambda: group.Incl([0, 0]), MPI.ERR_RANK),
+                  (lambda: group.Excl([0, 0]), MPI.ERR_GROUP)]
+    for make, expected in cases:
         with pytest.raises(MPI.Exception) as info:
             make()
         assert info.value.Get_error_class() == expected
