@@ -845,20 +845,6 @@ class Collectives:
                     if s.rank == root else None,
                     combine=_reduce_objects(op))
 
-    def scan(self, sendobj, op=SUM):
-        """Inclusive prefix reduction of objects over ranks 0..rank."""
-        return _run(self, 'scan', (('op', _op_name(op)),),
-                    pickling.dumps(sendobj),
-                    lambda s, slot: pickling.loads(slot.result[s.rank]),
-                    combine=_prefix(op, False))
-
-    def exscan(self, sendobj, op=SUM):
-        """Exclusive prefix reduction (None on rank 0)."""
-        return _run(self, 'exscan', (('op', _op_name(op)),),
-                    pickling.dumps(sendobj),
-                    lambda s, slot: pickling.loads(slot.result[s.rank]),
-                    combine=_prefix(op, True))
-
     def Bcast(self, buf, root=0):
         """Copy root's buffer into every rank's buffer."""
         root = self._root(root)

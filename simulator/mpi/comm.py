@@ -51,8 +51,8 @@ COMM_TYPE_HW_GUIDED = VALUES['COMM_TYPE_HW_GUIDED']
 COMM_TYPE_HW_UNGUIDED = VALUES['COMM_TYPE_HW_UNGUIDED']
 
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
-           Collectives, Scans, PersistentCollectives, CommProps,
-           FaultTolerance, HandleMixin):
+           Collectives, PersistentCollectives, CommProps, FaultTolerance,
+           HandleMixin):
     """A communicator, with mpi4py's method names and argument order.
 
     Point-to-point methods come from :class:`~simulator.mpi.p2p.
@@ -451,15 +451,6 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         other end of the connected socket ``fd`` (both call Join)."""
         return Intercomm(dynamic.join(fd))
 
-    @classmethod
-    def Create_from_group(cls, group, stringtag='org.mpi4py',
-                          info=None, errhandler=None):
-        """A communicator over ``group`` made by its members alone (MPI
-        4, as Open MPI 5 offers it)."""
-        from simulator.mpi.session import create_from_group
-        return create_from_group(Intracomm if cls is Comm else cls, group,
-                                 stringtag, info, errhandler)
-
     def Idup(self, info=None):
         """Dup, returned with its request: (comm, request). The new
         communicator may be used once the request is complete: before,
@@ -506,24 +497,6 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
             return self._split('Create', color, members.index(me))
         return self._split('Create', UNDEFINED, 0)
 
-    def Create_group(self, group, tag=0):
-        """A communicator over ``group``, made by its members only (in
-        the same order on each, per ``tag``)."""
-        s = self._s
-        members = group._m
-        tag = self._tag(tag, False)
-        if s.world_rank not in members:
-            return COMM_NULL        # as Open MPI answers a non-member
-        # Members number their Create_group calls per (group, tag): the
-        # n-th call of each member makes the same communicator.
-        key = ('Create_group', s.ctx, members, tag)
-        counts = current().local.setdefault('mpi.create_group', {})
-        counts[key] = n = counts.get(key, 0) + 1
-        return self._new(CommState(
-            s.world, (s.ctx, 'group', members, tag, n), list(members),
-            members.index(s.world_rank),
-            '{}.Create_group#{}'.format(s.name, n), title=''))
-
     @property
     def is_inter(self):
         """Whether this is an intercommunicator."""
@@ -543,7 +516,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
                         doc='Get_topology().')
 
 
-class Intracomm(TopologyConstructors, Comm):
+class Intracomm(TopologyConstructors, Scans, Comm):
     """The intracommunicator type of mpi4py."""
 
     __module__ = 'simulator.mpi'
@@ -554,6 +527,32 @@ class Intracomm(TopologyConstructors, Comm):
             raise TypeError('Intracomm() argument must be an intracommunicator'
                             ', not the intercommunicator {}'.format(
                                 self._state.name))
+
+    @classmethod
+    def Create_from_group(cls, group, stringtag='org.mpi4py',
+                          info=None, errhandler=None):
+        """A communicator over ``group`` made by its members alone (MPI
+        4, as Open MPI 5 offers it)."""
+        from simulator.mpi.session import create_from_group
+        return create_from_group(cls, group, stringtag, info, errhandler)
+
+    def Create_group(self, group, tag=0):
+        """A communicator over ``group``, made by its members only (in
+        the same order on each, per ``tag``)."""
+        s = self._s
+        members = group._m
+        tag = self._tag(tag, False)
+        if s.world_rank not in members:
+            return COMM_NULL        # as Open MPI answers a non-member
+        # Members number their Create_group calls per (group, tag): the
+        # n-th call of each member makes the same communicator.
+        key = ('Create_group', s.ctx, members, tag)
+        counts = current().local.setdefault('mpi.create_group', {})
+        counts[key] = n = counts.get(key, 0) + 1
+        return self._new(CommState(
+            s.world, (s.ctx, 'group', members, tag, n), list(members),
+            members.index(s.world_rank),
+            '{}.Create_group#{}'.format(s.name, n), title=''))
 
     def Spawn(self, command, args=None, maxprocs=1, info=None, root=0,
               errcodes=None):

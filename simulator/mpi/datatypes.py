@@ -526,6 +526,8 @@ class Datatype(Attributes, HandleMixin):
         new._h.name = _dup_name(h)
         return new
 
+    Resized = Create_resized    # mpi4py's compatibility alias
+
     @classmethod
     def Get_value_index(cls, value, index):
         """The predefined pair type of ``value`` and ``index`` (MINLOC /

@@ -90,11 +90,3 @@ class PersistentCollectives:
         """A persistent Reduce_scatter."""
         return _init(self, 'Ireduce_scatter', sendbuf, recvbuf, recvcounts,
                      op)
-
-    def Scan_init(self, sendbuf, recvbuf, op=SUM, info=None):
-        """A persistent Scan."""
-        return _init(self, 'Iscan', sendbuf, recvbuf, op)
-
-    def Exscan_init(self, sendbuf, recvbuf, op=SUM, info=None):
-        """A persistent Exscan."""
-        return _init(self, 'Iexscan', sendbuf, recvbuf, op)

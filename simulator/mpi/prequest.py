@@ -194,23 +194,6 @@ class PersistentP2P:
         return PairRequest(send, guard_receive(self._irecv(
             'Isendrecv_replace', BUFFER, b, source, recvtag), b))
 
-    def isendrecv(self, sendobj, dest, sendtag=0, source=-1, recvtag=-1):
-        """Object Isendrecv; ``wait()`` returns the received object."""
-        from simulator.mpi import pickling
-        send = track(self._isend('isendrecv', 'object',
-                                 pickling.dumps(sendobj), None, dest,
-                                 sendtag))
-        recv = self._irecv('isendrecv', 'object', None, source, recvtag)
-        pair = PairRequest(send, recv)
-
-        def wait(status=None):
-            obj = recv.wait(status)
-            send.wait()
-            pair._done = True
-            return obj
-        pair.wait = wait
-        return pair
-
 
 def _partitioned(comm, sending, buf, partitions, peer, tag, where):
     if not isinstance(partitions, int) or partitions < 1:

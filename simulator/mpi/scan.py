@@ -1,4 +1,6 @@
-"""Buffer prefix reductions ``Scan`` and ``Exscan``, a ``Comm`` mixin.
+"""Prefix reductions (``Scan``, ``Exscan``, their non-blocking,
+persistent and object forms), an ``Intracomm`` mixin: mpi4py has them on
+intracommunicators only.
 
 Open MPI 5.0 (single node, default parameters) runs both with
 ``coll/basic``'s linear algorithm: rank ``r`` receives the prefix of ranks
@@ -9,11 +11,13 @@ tests/simulator/test_conformance_collectives.py under mpiexec).
 """
 import numpy as np
 
+from simulator.mpi import pickling
 from simulator.mpi.coll import (_check_blocks, _check_op,
                                 _check_same_count, _check_same_datatype,
-                                _run)
+                                _op_name, _prefix, _run)
 from simulator.mpi.msgspec import parse, parse_send
 from simulator.mpi.ops import OP_NAMES
+from simulator.mpi.pcoll import _init
 
 __all__ = ['Scans']
 
@@ -73,7 +77,7 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
 
 
 class Scans:
-    """Buffer prefix reductions; mixed into ``simulator.mpi.Comm``."""
+    """Prefix reductions; mixed into ``simulator.mpi.Intracomm``."""
 
     def Scan(self, sendbuf, recvbuf, op=SUM):
         """Rank ``r`` gets ``op`` over the blocks of ranks ``0..r``."""
@@ -91,3 +95,25 @@ class Scans:
     def Iexscan(self, sendbuf, recvbuf, op=SUM):
         """Non-blocking Exscan."""
         return _scan(self, 'Iexscan', sendbuf, recvbuf, op, exclusive=True)
+
+    def Scan_init(self, sendbuf, recvbuf, op=SUM, info=None):
+        """A persistent Scan."""
+        return _init(self, 'Iscan', sendbuf, recvbuf, op)
+
+    def Exscan_init(self, sendbuf, recvbuf, op=SUM, info=None):
+        """A persistent Exscan."""
+        return _init(self, 'Iexscan', sendbuf, recvbuf, op)
+
+    def scan(self, sendobj, op=SUM):
+        """Inclusive prefix reduction of objects over ranks 0..rank."""
+        return _run(self, 'scan', (('op', _op_name(op)),),
+                    pickling.dumps(sendobj),
+                    lambda s, slot: pickling.loads(slot.result[s.rank]),
+                    combine=_prefix(op, False))
+
+    def exscan(self, sendobj, op=SUM):
+        """Exclusive prefix reduction (None on rank 0)."""
+        return _run(self, 'exscan', (('op', _op_name(op)),),
+                    pickling.dumps(sendobj),
+                    lambda s, slot: pickling.loads(slot.result[s.rank]),
+                    combine=_prefix(op, True))
