@@ -168,7 +168,7 @@ class _Index:
 
     def overlapping(self, access):
         """(other, lo, hi) for each live access sharing bytes ``lo``..
-        ``hi`` with ``access``."""
+        ``hi`` with ``access`` (anything with ``start`` and ``end``)."""
         first, last, wide = _span(access)
         if wide:
             candidates = self.all
@@ -211,6 +211,13 @@ class _Index:
             self._retired = 0
             for access in live:
                 self.add(access)
+
+
+class _Span:
+    __slots__ = ('start', 'end')
+
+    def __init__(self, start, end):
+        self.start, self.end = start, end
 
 
 def _span(access):
@@ -365,12 +372,21 @@ class LockLog:
                     other, access, lo, hi, _PASSIVE,
                     other.record.rank, other.target))
             if reads:
-                for other, _, _ in self._index.overlapping(access):
-                    other.observed = True
+                self._observe(access)
             if keep:
                 self._index.add(access)
                 self._open.setdefault((access.origin, access.target),
                                       []).append(access)
+
+    def seen(self, start, end):
+        """An RMA read returned bytes ``start``..``end`` (addresses) that
+        is not checked itself (a derived target datatype's)."""
+        with self._lock:
+            self._observe(_Span(start, end))
+
+    def _observe(self, read):
+        for other, _, _ in self._index.overlapping(read):
+            other.observed = True
 
     def complete(self, origin, target=None):
         """``origin`` completed its accesses to ``target`` (None: to

@@ -877,6 +877,11 @@ class Win(bytearray, Attributes, HandleMixin):
                 result = apply(values)
                 if not reads:
                     view.scatter(values)
+            if op in _FETCHING and view.index.size:
+                # Unchecked, but what it returned orders what it saw.
+                base = view.memory.__array_interface__['data'][0]
+                self._s.locked.seen(base + int(view.index.min()),
+                                    base + int(view.index.max()) + 1)
             return result
         note = self._race_log(op, target_rank)
         with self._s.mutex:

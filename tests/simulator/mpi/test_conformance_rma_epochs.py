@@ -140,7 +140,8 @@ def test_one_origins_accesses_before_its_flush_are_unordered(lock):
 
 
 @RACY
-@pytest.mark.parametrize('seen', ['target runs', 'read back'])
+@pytest.mark.parametrize('seen', ['target runs', 'read back',
+                                  'read back by a derived type'])
 def test_an_access_someone_may_have_seen_land_is_not_reported(seen):
     # Rank 0 may poll its memory, see rank 1's update land and tell rank
     # 2 (the unified model allows it), or rank 2 read it back first with
@@ -171,9 +172,12 @@ def test_an_access_someone_may_have_seen_land_is_not_reported(seen):
                 else:
                     comm.recv(source=1)
                     got = np.zeros(2, dtype='i')
+                    pair = MPI.INT.Create_vector(2, 1, 1).Commit()
                     win.Get_accumulate(np.zeros(2, dtype='i'), got, 0,
-                                       op=MPI.NO_OP)
+                                       (0, 1, pair) if 'derived' in seen
+                                       else None, MPI.NO_OP)
                     win.Flush(0)
+                    pair.Free()
                     assert got.tolist() == [7, 7]
                 win.Put(np.full(2, 8, dtype='i'), 0)
                 comm.send(None, 1)
