@@ -293,18 +293,6 @@ def _reduce_into(op_name, name, blocks, op, out):
     out[...] = tmp
 
 
-class _Absent:
-    """A name ``Comm`` has that mpi4py's ``Intercomm`` lacks (an
-    ``Intracomm`` method there): reading it raises AttributeError."""
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, obj, cls=None):
-        raise AttributeError('{!r} object has no attribute {!r}'.format(
-            'simulator.mpi.Intercomm', self.name))
-
-
 class InterOps:
     """``Intercomm``'s own methods and its collectives' semantics; mixed
     in before ``Comm``."""
@@ -835,9 +823,4 @@ class InterOps:
         return _rooted(self, 'reduce', role,
                        None if role in (ROOT, PROC_NULL) else
                        pickling.dumps(sendobj), finish)
-
-    # mpi4py defines these on Intracomm alone (MPI has no prefix
-    # reduction on an intercommunicator).
-    Scan = Exscan = Iscan = Iexscan = scan = exscan = _Absent()
-    Scan_init = Exscan_init = Create_group = _Absent()
 

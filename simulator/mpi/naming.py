@@ -20,6 +20,7 @@ in a launched program; elsewhere (in-process tests, with no stand-in or
 with the real mpi4py loaded) they name a lookup in the simulator's
 namespace instead, so they still round-trip.
 """
+import ctypes
 import inspect
 import sys
 
@@ -112,6 +113,7 @@ def publish(namespace):
     for cls in ordered:
         cls.__module__ = MODULE
         _PUBLISHED.add(cls)
+        _name_in_messages(cls)
     for cls in ordered:
         _claim_inherited(cls)
     functions = [(name, value) for name, value in namespace.items()
@@ -123,6 +125,28 @@ def publish(namespace):
         # (Get_error_class = error_class) takes that name, as mpi4py's.
         if sum(f is function for _, f in functions) == 1:
             function.__name__ = function.__qualname__ = name
+
+
+# Where a type object keeps the C string its messages name it by
+# (tp_name, after the object header: refcount, type, size).
+_TP_NAME_OFFSET = 3 * ctypes.sizeof(ctypes.c_void_p)
+_MESSAGE_NAMES = []     # the C strings, alive as long as the classes
+
+
+def _name_in_messages(cls):
+    """Name ``cls`` as mpi4py's compiled classes are named in Python's own
+    messages (``unhashable type: 'mpi4py.MPI.Win'``, ``'mpi4py.MPI.
+    Intracomm' object has no attribute 'x'``): those print a type's C
+    name, which for a compiled class is qualified, and for a Python class
+    is its ``__name__`` (which stays ``'Win'``, as mpi4py's)."""
+    field = ctypes.c_char_p.from_address(id(cls) + _TP_NAME_OFFSET)
+    if field.value != cls.__name__.encode():
+        return      # not the layout this relies on: leave the name be
+    name = ctypes.create_string_buffer(
+        '{}.{}'.format(MODULE, cls.__name__).encode())
+    _MESSAGE_NAMES.append(name)
+    ctypes.c_void_p.from_address(id(cls) + _TP_NAME_OFFSET).value = \
+        ctypes.addressof(name)
 
 
 def _held_by_program(name, obj):

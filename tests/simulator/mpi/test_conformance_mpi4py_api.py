@@ -171,6 +171,28 @@ def test_each_class_has_mpi4pys_methods_where_mpi4py_has_them(MPI):
     assert MPI.Datatype.Resized is MPI.Datatype.Create_resized
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_pythons_messages_name_the_classes_as_mpi4pys(mpi_comm, MPI):
+    # Compiled classes are named module-qualified in Python's messages.
+    for obj, kind in ((mpi_comm, 'Intracomm'), (MPI.INT, 'Datatype'),
+                      (MPI.SUM, 'Op'), (MPI.Status(), 'Status')):
+        with pytest.raises(TypeError, match=r"unhashable type: "
+                           r"'mpi4py\.MPI\.{}'".format(kind)):
+            hash(obj)
+    with pytest.raises(AttributeError, match=r"^'mpi4py\.MPI\.Intracomm' "
+                       r"object has no attribute 'nothing'$"):
+        mpi_comm.nothing  # noqa: B018
+    with pytest.raises(TypeError, match=r"of type 'mpi4py\.MPI\.Intracomm' "
+                       r"has no len"):
+        len(mpi_comm)
+    assert type(mpi_comm).__name__ == 'Intracomm'
+
+    class Mine(MPI.Intracomm):
+        pass
+    with pytest.raises(TypeError, match="unhashable type: 'Mine'"):
+        hash(Mine(mpi_comm))
+
+
 def test_unsimulated_parts_say_so():
     from simulator import mpi
     from simulator.mpi.unsupported import NotSimulated
