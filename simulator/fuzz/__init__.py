@@ -9,7 +9,8 @@ generator's view of the world), the operation kinds
 :mod:`~simulator.fuzz.icoll`, :mod:`~simulator.fuzz.loc`,
 :mod:`~simulator.fuzz.persist`, :mod:`~simulator.fuzz.groups`,
 :mod:`~simulator.fuzz.rma`, :mod:`~simulator.fuzz.dtypes`,
-:mod:`~simulator.fuzz.topo`),
+:mod:`~simulator.fuzz.topo`, :mod:`~simulator.fuzz.io`,
+:mod:`~simulator.fuzz.inter`),
 :mod:`~simulator.fuzz.gen` (programs and their families),
 :mod:`~simulator.fuzz.runner` (running and comparing);
 :mod:`~simulator.fuzz.runtime` is pasted into every program.

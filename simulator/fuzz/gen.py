@@ -14,8 +14,9 @@ The operation kinds live in :mod:`simulator.fuzz.model` and beside it.
 """
 import inspect
 
-from simulator.fuzz import (coll, comm_ops, dtypes, groups, icoll, loc,
-                            obj, p2p, persist, rma, runtime, topo)
+from simulator.fuzz import (coll, comm_ops, dtypes, groups, icoll,
+                            inter, io, loc, obj, p2p, persist, rma, runtime,
+                            topo)
 from simulator.fuzz.model import Builder
 
 __all__ = ['FAMILIES', 'generate', 'parse_families', 'random_op',
@@ -75,6 +76,8 @@ FAMILIES = {
     'topo': [(f, 2) for f in topo.OPS],
     'dtypes': [(f, 2) for f in dtypes.OPS],
     'rma': [(rma.op_rma, 6)],
+    'io': [(io.op_io, 4)],
+    'inter': [(inter.op_intercomm, 4)],
 }
 
 

@@ -100,6 +100,8 @@ def _read_logs(logdir, size):
 
 
 def _execute(how, command, logdir, size, timeout):
+    # A kept directory may hold an earlier run's MPI-IO files.
+    shutil.rmtree(os.path.join(logdir, 'io'), ignore_errors=True)
     os.makedirs(logdir, exist_ok=True)
     try:
         done = subprocess.run(command + [logdir], capture_output=True,
@@ -143,12 +145,15 @@ def run_in_process(source, size, timeout=60):
         return list(namespace['_FUZZ_LINES'])
 
     saved_argv = sys.argv
-    sys.argv = ['<fuzz program>']
+    # A LOGDIR of its own: the program's logs and MPI-IO files go there.
+    logdir = tempfile.mkdtemp(prefix='simulator-fuzz-')
+    sys.argv = ['<fuzz program>', logdir]
     try:
         with launch.simulated_mpi4py():
             results = launch.run(rank_main, size, timeout=timeout)
     finally:
         sys.argv = saved_argv
+        shutil.rmtree(logdir, ignore_errors=True)
     return dict(enumerate(results))
 
 

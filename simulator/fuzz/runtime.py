@@ -26,6 +26,36 @@ def fuzz_open_log(world_rank):
         _FUZZ_FILE.append(open(path, 'w'))
 
 
+def fuzz_io_dir():
+    """This run's directory for MPI-IO files (``LOGDIR/io``): the
+    simulated and the mpiexec run each have their own LOGDIR."""
+    path = os.path.join(sys.argv[1], 'io')
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def fuzz_exception(exc):
+    """What a bad call's exception says the same way in every MPI: its
+    type and, for ``MPI.Exception``, its error class."""
+    if hasattr(exc, 'Get_error_class'):
+        return (type(exc).__name__, exc.Get_error_class())
+    return (type(exc).__name__,)
+
+
+def fuzz_freed(handle):
+    """``handle`` after its Free (a freed handle for a bad call)."""
+    handle.Free()
+    return handle
+
+
+def fuzz_info():
+    """A new Info object with one key, ``k``."""
+    from mpi4py import MPI
+    info = MPI.Info.Create()
+    info.Set('k', 'v')
+    return info
+
+
 def fuzz_format(value):
     """A canonical, exact text for an observed value.
 

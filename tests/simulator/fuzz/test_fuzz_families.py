@@ -7,7 +7,8 @@ import pytest
 from simulator import fuzz
 from simulator.fuzz.gen import FAMILIES, parse_families
 
-NEW = ('icoll', 'loc', 'persist', 'groups', 'rma', 'dtypes', 'topo')
+NEW = ('icoll', 'loc', 'persist', 'groups', 'rma', 'dtypes', 'topo', 'io',
+       'inter')
 
 
 @pytest.mark.parametrize('family', NEW)
@@ -111,3 +112,42 @@ def test_a_graph_index_means_the_nodes_the_title_says():
             assert len(index) - csr == int(m)
             checked += 1
     assert checked > 10
+
+
+def test_io_files_live_under_the_programs_logdir():
+    # The simulated and the mpiexec run each get a LOGDIR of their own:
+    # every file a program opens must be under it, or the runs collide.
+    source = fuzz.generate(3, 2, ops=12, families=['io'])
+    opens = [line for line in source.splitlines()
+             if 'MPI.File.Open(' in line]
+    assert opens
+    paths = [line for line in source.splitlines()
+             if line.strip().startswith('path = ') and '.dat' in line]
+    assert paths and all('fuzz_io_dir()' in line for line in paths)
+
+
+def test_io_writes_of_one_rank_never_overlap():
+    # Open MPI 5.0 lands one rank's collective writes to the same bytes
+    # in either order: each rank's writes must cover etypes of their own.
+    import random
+    from simulator.fuzz.io import _pick_writes
+    rng = random.Random(5)
+    for _ in range(200):
+        writes = _pick_writes(rng, 3)
+        for rank in range(3):
+            spans = sorted((offsets[rank], counts[rank])
+                           for _, counts, offsets in writes)
+            for (o1, n1), (o2, _) in zip(spans, spans[1:]):
+                assert o1 + n1 <= o2
+
+
+def test_io_reads_that_ompio_mishandles_past_eof_are_kept_inside():
+    # Non-blocking, split and collective reads past the end of a file
+    # hang or miscount in Open MPI 5.0.11: the program grows the file
+    # first.
+    from simulator.fuzz.io import _never_ends_past_eof
+    assert not _never_ends_past_eof('Read_at')
+    assert not _never_ends_past_eof('Read')
+    for name in ('Iread_at', 'Read_all', 'Read_at_all_begin', 'Iread_all'):
+        assert _never_ends_past_eof(name)
+
