@@ -5,8 +5,8 @@ of object that carries them: communicators, datatypes and windows.
 its predefined keys); a key belongs to the kind it was made for, and using
 it on another kind is an error (Get_attr alone answers None). Open MPI
 reports a bad key with the class ERR_OTHER (ERR_KEYVAL only for
-KEYVAL_INVALID): so does the simulator. The copy callback makes a duplicate's
-value (``True``: the same object; ``None``/``False``: none;
+``Get_attr(KEYVAL_INVALID)``): so does the simulator. The copy callback
+makes a duplicate's value (``True``: the same object; ``None``/``False``: none;
 ``NotImplemented`` as its result: none), the delete callback runs when a
 value is replaced, deleted or its object freed. A callback that raises
 has its traceback printed to stderr and the call fails with ERR_OTHER, as
@@ -95,7 +95,8 @@ class Attributes:
                 and other_kind:
             return None
         if key is None or not key.live or key.kind != cls._attr_kind:
-            error = ERR_KEYVAL if keyval == KEYVAL_INVALID else ERR_OTHER
+            error = ERR_KEYVAL if keyval == KEYVAL_INVALID and \
+                what == 'Get_attr' else ERR_OTHER
             raise MPIException(error, '{}.{}: {!r} is not a {} attribute '
                                'key'.format(cls._attr_name, what, keyval,
                                             cls._attr_kind))

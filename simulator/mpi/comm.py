@@ -32,7 +32,7 @@ from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.intercomm import (InterOps, create_intercomm, is_inter)
 from simulator.mpi.intercomm import compare as inter_compare
 from simulator.mpi.message import MatchedProbes
-from simulator.mpi.naming import MODULE, describe, is_ours, reduce_constant
+from simulator.mpi.naming import describe, no_attribute, reduce_constant
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PartitionedP2P, PersistentP2P
@@ -45,12 +45,6 @@ from simulator.mpi.unsupported import mpi41_missing
 
 __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
            'COMM_WORLD', 'COMM_SELF', 'world_comm']
-
-
-def _c_name(cls):
-    """The name Python's messages give ``cls`` (its C ``tp_name``)."""
-    return cls.__name__ if not is_ours(cls) else \
-        '{}.{}'.format(MODULE, cls.__name__)
 
 
 COMM_TYPE_HW_GUIDED = VALUES['COMM_TYPE_HW_GUIDED']
@@ -101,10 +95,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         # state, and are the calling rank's communicator.
         label = self.__dict__.get('_label')
         if name != '_state' or label is None:
-            # Python's words, with the class's C name (mpi4py's
-            # 'mpi4py.MPI.Intracomm': see naming._name_in_messages).
-            raise AttributeError('{!r} object has no attribute {!r}'
-                                 .format(_c_name(type(self)), name))
+            raise no_attribute(self, name)
         return _world_states(_rank_context(label))[label]
 
     def _handle_target(self):

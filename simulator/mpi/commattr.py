@@ -19,7 +19,7 @@ from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
                                      ERR_INFO_KEY, ERR_INFO_NOKEY,
                                      ERR_INFO_VALUE, SUCCESS)
 from simulator.mpi.attributes import Attributes
-from simulator.mpi.cargs import c_str
+from simulator.mpi.cargs import c_int, c_str
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.naming import class_ref, describe, reduce_constant
 from simulator.mpi.ranklocal import rank_local
@@ -292,9 +292,13 @@ class Info(HandleMixin):
     def Get_nthkey(self, n):
         """The ``n``-th key."""
         keys = list(self._m)
-        if not isinstance(n, int) or not 0 <= n < len(keys):
-            raise MPIException(ERR_ARG, 'info key index {!r} not in '
-                               '[0, {})'.format(n, len(keys)))
+        n = c_int(n)
+        if not 0 <= n < len(keys):
+            # Open MPI's classes: a negative index is an argument error,
+            # one past the keys a key that is not there.
+            raise MPIException(ERR_ARG if n < 0 else ERR_INFO_KEY,
+                               'info key index {} not in [0, {})'.format(
+                                   n, len(keys)))
         return keys[n]
 
     # the mapping interface mpi4py adds

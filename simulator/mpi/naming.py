@@ -25,7 +25,7 @@ import inspect
 import sys
 
 __all__ = ['MODULE', 'publish', 'is_ours', 'describe', 'reduce_constant',
-           'class_ref']
+           'class_ref', 'no_attribute']
 
 MODULE = 'mpi4py.MPI'
 
@@ -147,6 +147,17 @@ def _name_in_messages(cls):
     _MESSAGE_NAMES.append(name)
     ctypes.c_void_p.from_address(id(cls) + _TP_NAME_OFFSET).value = \
         ctypes.addressof(name)
+
+
+def no_attribute(obj, name):
+    """The AttributeError Python raises for ``obj.name``, in its words and
+    with the C name of ``obj``'s class (see :func:`_name_in_messages`),
+    for a class whose ``__getattr__`` refuses ``name``."""
+    cls = type(obj)
+    shown = '{}.{}'.format(MODULE, cls.__name__) if cls in _PUBLISHED \
+        else cls.__name__
+    return AttributeError('{!r} object has no attribute {!r}'.format(
+        shown, name))
 
 
 def _held_by_program(name, obj):

@@ -14,8 +14,9 @@ request lets its operation finish on its own (MPI allows it).
 """
 from simulator.mpi.handles import handle_argument_error
 from simulator.mpi.msgspec import parse_p2p
+from simulator.mpi.naming import describe
 from simulator.mpi.p2p import BUFFER, checked_send, guard_receive, replace_peer
-from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_ARG
+from simulator.mpi.constants import ANY_SOURCE, ANY_TAG, ERR_ARG, ERR_REQUEST
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.partitioned import (PartitionEnd, Partitions, RecvRound,
                                        SendRound)
@@ -43,13 +44,20 @@ class Prequest(Partitions, Request):
     def Start(self):
         """Begin one operation."""
         if self._start is None:
-            raise ValueError('Start on a null persistent request')
+            raise MPIException(ERR_REQUEST, 'Start of a null persistent '
+                               'request')
         self._current = self._start()
         self._done = False
 
     @staticmethod
     def Startall(requests):
-        """Start every request."""
+        """Start every request (persistent ones only, as MPI_Startall)."""
+        requests = list(requests)
+        for request in requests:
+            if not isinstance(request, Prequest):
+                raise MPIException(ERR_REQUEST, 'Startall: {} is not a '
+                                   'persistent request'.format(
+                                       describe(request)))
         for request in requests:
             request.Start()
 
@@ -93,6 +101,9 @@ class Prequest(Partitions, Request):
     def Free(self):
         """Forget the recipe (the handle becomes null); an operation still
         active completes on its own, as MPI lets it."""
+        if self._start is None:
+            raise MPIException(ERR_REQUEST, 'Free of a null persistent '
+                               'request')
         if self._current is not None:
             self._current.free()
         self._start = None

@@ -19,7 +19,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_COUNT,
                                      SUCCESS, UNDEFINED)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
-from simulator.mpi.naming import (class_ref, describe, is_ours,
+from simulator.mpi.naming import (class_ref, describe, is_ours, no_attribute,
                                    reduce_constant)
 
 __all__ = ['Status', 'Request', 'ProcNullRequest', 'Grequest',
@@ -348,7 +348,7 @@ class Request(HandleMixin):
         # the original request's.
         origin = self.__dict__.get('_origin_req')
         if origin is None or name.startswith('__'):
-            raise AttributeError(name)
+            raise no_attribute(self, name)
         return getattr(origin, name)
 
     @property

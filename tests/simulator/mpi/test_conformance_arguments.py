@@ -293,3 +293,40 @@ def test_group_rank_lists_get_open_mpis_classes(mpi_comm, MPI):
             make()
         assert info.value.Get_error_class() == expected
     group.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_null_and_freed_requests_are_err_request(mpi_comm, MPI):
+    me = mpi_comm.Get_rank()
+    freed = mpi_comm.Recv_init(np.zeros(1), me)
+    freed.Free()
+    for call in (freed.Start, freed.Free, MPI.Prequest().Start,
+                 MPI.Prequest().Free,
+                 lambda: MPI.Prequest.Startall([MPI.REQUEST_NULL]),
+                 lambda: MPI.Prequest.Startall([freed])):
+        with pytest.raises(MPI.Exception) as info:
+            call()
+        assert info.value.Get_error_class() == MPI.ERR_REQUEST
+    with pytest.raises(AttributeError, match=r"^'mpi4py\.MPI\.Request' "
+                       r"object has no attribute 'Start'$"):
+        MPI.REQUEST_NULL.Start()  # noqa: B018
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_bad_keys_and_info_indices_get_open_mpis_classes(mpi_comm, MPI):
+    with pytest.raises(MPI.Exception) as info:
+        mpi_comm.Get_attr(MPI.KEYVAL_INVALID)
+    assert info.value.Get_error_class() == MPI.ERR_KEYVAL
+    for call in (lambda: mpi_comm.Set_attr(MPI.KEYVAL_INVALID, 1),
+                 lambda: mpi_comm.Delete_attr(MPI.KEYVAL_INVALID),
+                 lambda: MPI.Comm.Free_keyval(MPI.KEYVAL_INVALID),
+                 lambda: MPI.Datatype.Free_keyval(MPI.KEYVAL_INVALID)):
+        with pytest.raises(MPI.Exception) as info:
+            call()
+        assert info.value.Get_error_class() == MPI.ERR_OTHER
+    hints = MPI.Info.Create({'a': '1'})
+    for index, expected in ((1, MPI.ERR_INFO_KEY), (-1, MPI.ERR_ARG)):
+        with pytest.raises(MPI.Exception) as info:
+            hints.Get_nthkey(index)
+        assert info.value.Get_error_class() == expected
+    hints.Free()
