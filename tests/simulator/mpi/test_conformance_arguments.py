@@ -330,3 +330,20 @@ def test_bad_keys_and_info_indices_get_open_mpis_classes(mpi_comm, MPI):
             hints.Get_nthkey(index)
         assert info.value.Get_error_class() == expected
     hints.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_mpi_exception_takes_mpi4pys_arguments(mpi_comm, MPI):
+    with pytest.raises(TypeError, match='at most 2 positional arguments'):
+        MPI.Exception(MPI.ERR_RANK, 'more words')
+    with pytest.raises(TypeError, match='an integer is required'):
+        MPI.Exception('x')
+    with pytest.raises(OverflowError):
+        MPI.Exception(2 ** 40)
+    assert MPI.Exception(-1).Get_error_code() == MPI.ERR_UNKNOWN
+    unknown = MPI.Exception(999)    # no such code: asking about it fails
+    for ask in (lambda: str(unknown), unknown.Get_error_class,
+                unknown.Get_error_string):
+        with pytest.raises(MPI.Exception) as info:
+            ask()
+        assert info.value.Get_error_class() == MPI.ERR_ARG
