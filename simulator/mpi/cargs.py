@@ -1,11 +1,14 @@
 """Arguments read as mpi4py's compiled signatures read them.
 
-mpi4py declares ranks, tags, roots, colors and keys as C ``int``: Cython
-converts any object with ``__int__`` (NumPy integers, a float, which it
-truncates, a Decimal) and refuses the rest, with words of its own. A
-program that passes ``dest=np.int64(1)`` must run here as it runs there,
-and one that passes ``dest='1'`` must fail the same way.
+mpi4py declares ranks, tags, roots, colors and keys as C ``int`` (sizes
+and displacement units as ``MPI_Aint``/``MPI_Count``): Cython converts
+any object with ``__int__`` (NumPy integers, a float, which it truncates,
+a Decimal) and refuses the rest, with words of its own. Names and info
+strings are C strings: a str, or bytes. A program that passes
+``dest=np.int64(1)`` must run here as it runs there, and one that passes
+``dest='1'`` must fail the same way.
 """
+from simulator.mpi.values import VALUES
 
 __all__ = ['INT_MAX', 'c_aint', 'c_int', 'c_str', 'object_name']
 
@@ -49,11 +52,7 @@ def c_str(value):
     raise TypeError('expected bytes, {} found'.format(type(value).__name__))
 
 
-# MPI_MAX_OBJECT_NAME of Open MPI 5.0, its NUL included.
-_MAX_OBJECT_NAME = 64
-
-
 def object_name(value):
     """A communicator's, datatype's or window's new name: Open MPI keeps
-    what fits MPI_MAX_OBJECT_NAME."""
-    return c_str(value)[:_MAX_OBJECT_NAME - 1]
+    what fits MPI_MAX_OBJECT_NAME (its NUL included)."""
+    return c_str(value)[:VALUES['MAX_OBJECT_NAME'] - 1]
