@@ -14,7 +14,7 @@ The operation kinds live in :mod:`simulator.fuzz.model` and beside it.
 """
 import inspect
 
-from simulator.fuzz import (coll, comm_ops, dtypes, groups, icoll,
+from simulator.fuzz import (args, coll, comm_ops, dtypes, groups, icoll,
                             inter, io, loc, obj, p2p, persist, rma, runtime,
                             topo)
 from simulator.fuzz.model import Builder
@@ -78,6 +78,7 @@ FAMILIES = {
     'rma': [(rma.op_rma, 6)],
     'io': [(io.op_io, 4)],
     'inter': [(inter.op_intercomm, 4)],
+    'args': [(args.op_bad_args, 3)],
 }
 
 

@@ -469,6 +469,11 @@ class Datatype(Attributes, HandleMixin):
         sizes, subsizes, starts = (_indices(x)
                                    for x in (sizes, subsizes, starts))
         nd = len(sizes)
+        for items in (subsizes, starts):
+            if len(items) != nd:
+                # mpi4py's check, before MPI sees them
+                raise ValueError('expecting {} items, got {}'.format(
+                    nd, len(items)))
         if not nd or len(subsizes) != nd or len(starts) != nd or any(
                 s < 1 or not 0 < ss <= s or not 0 <= st <= s - ss
                 for s, ss, st in zip(sizes, subsizes, starts)):

@@ -117,7 +117,11 @@ class Op(HandleMixin):
         return (_user_op, (self.pyfunc, self.commute))
 
     def Is_commutative(self):
-        """True for the predefined operations."""
+        """True for the predefined operations; OP_NULL (a freed
+        operation too) is ERR_OP."""
+        if not self:
+            raise MPIException(ERR_OP, 'Is_commutative of {}'.format(
+                self.name))
         return self.commute
 
     is_commutative = property(Is_commutative)

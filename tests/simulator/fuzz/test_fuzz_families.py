@@ -8,7 +8,7 @@ from simulator import fuzz
 from simulator.fuzz.gen import FAMILIES, parse_families
 
 NEW = ('icoll', 'loc', 'persist', 'groups', 'rma', 'dtypes', 'topo', 'io',
-       'inter')
+       'inter', 'args')
 
 
 @pytest.mark.parametrize('family', NEW)
@@ -151,3 +151,12 @@ def test_io_reads_that_ompio_mishandles_past_eof_are_kept_inside():
     for name in ('Iread_at', 'Read_all', 'Read_at_all_begin', 'Iread_all'):
         assert _never_ends_past_eof(name)
 
+
+def test_bad_argument_programs_record_error_classes_not_texts():
+    source = fuzz.generate(2, 2, ops=10, families=['args'])
+    assert 'fuzz_exception(exc)' in source
+    lines = fuzz.run_in_process(source, 2)
+    recorded = [x for rank in lines.values() for x in rank
+                if '\targs' in x]
+    assert recorded
+    assert not any('MPI_ERR' in x for x in recorded)

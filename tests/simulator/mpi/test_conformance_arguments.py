@@ -347,3 +347,46 @@ def test_mpi_exception_takes_mpi4pys_arguments(mpi_comm, MPI):
         with pytest.raises(MPI.Exception) as info:
             ask()
         assert info.value.Get_error_class() == MPI.ERR_ARG
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_null_and_freed_operations_are_err_op_when_asked_commutativity(
+        mpi_comm, MPI):
+    # fuzz args: Open MPI's MPI_Op_commutative refuses MPI_OP_NULL
+    op = MPI.Op.Create(lambda x, y, t: None)
+    assert op.Is_commutative() is False
+    op.Free()
+    for null in (op, MPI.OP_NULL):
+        with pytest.raises(MPI.Exception) as info:
+            null.Is_commutative()
+        assert info.value.Get_error_class() == MPI.ERR_OP
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_info_nthkey_index_is_a_c_int_checked_as_open_mpi_checks(mpi_comm,
+                                                                 MPI):
+    # fuzz args: past the keys ERR_INFO_KEY, negative ERR_ARG
+    info = MPI.Info.Create()
+    info.Set('k', 'v')
+    assert info.Get_nthkey(np.int64(0)) == 'k'
+    assert info.Get_nthkey(0.5) == 'k'
+    for n, error_class in ((1, MPI.ERR_INFO_KEY), (5, MPI.ERR_INFO_KEY),
+                           (-1, MPI.ERR_ARG)):
+        with pytest.raises(MPI.Exception) as caught:
+            info.Get_nthkey(n)
+        assert caught.value.Get_error_class() == error_class
+    with pytest.raises(TypeError):
+        info.Get_nthkey('a')
+    with pytest.raises(OverflowError):
+        info.Get_nthkey(2 ** 40)
+    info.Free()
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_subarray_arrays_of_other_lengths_are_mpi4pys_value_error(mpi_comm,
+                                                                  MPI):
+    # fuzz args: mpi4py checks the lengths against sizes' before MPI
+    for sizes, subsizes, starts in (([4, 4], [2], [0, 0]),
+                                    ([4], [2], [0, 0])):
+        with pytest.raises(ValueError, match='expecting'):
+            MPI.INT.Create_subarray(sizes, subsizes, starts)
