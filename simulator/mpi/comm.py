@@ -32,7 +32,8 @@ from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.intercomm import (InterOps, create_intercomm, is_inter)
 from simulator.mpi.intercomm import compare as inter_compare
 from simulator.mpi.message import MatchedProbes
-from simulator.mpi.naming import describe, no_attribute, reduce_constant
+from simulator.mpi.naming import (describe, no_attribute, reduce_constant,
+                                   unserializable)
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.pcoll import PersistentCollectives
 from simulator.mpi.prequest import PartitionedP2P, PersistentP2P
@@ -124,8 +125,7 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
             return reduce_constant(self, label) if _rank_local(self) else \
                 self._reduce_copy(COMM_WORLD if label == 'COMM_WORLD'
                                   else COMM_SELF)
-        raise ValueError('cannot serialize {}: communicators belong to '
-                         'the process'.format(describe(self)))
+        raise unserializable(self, 'communicators belong to the process')
 
     @property
     def _s(self):

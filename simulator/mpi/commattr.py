@@ -21,7 +21,8 @@ from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.cargs import c_int, c_str
 from simulator.mpi.constants import Exception as MPIException
-from simulator.mpi.naming import class_ref, describe, reduce_constant
+from simulator.mpi.naming import (class_ref, describe, reduce_constant,
+                                   unserializable)
 from simulator.mpi.ranklocal import rank_local
 from simulator.mpi.initialization import level_name
 from simulator.mpi.handles import (HandleMixin, handle_argument_error,
@@ -125,8 +126,8 @@ class Errhandler(HandleMixin):
         for constant in _CONSTANTS.values():
             if self._h is constant._h:
                 return self._reduce_copy(constant)
-        raise ValueError('cannot serialize {}: a user error handler '
-                         'belongs to its process'.format(describe(self)))
+        raise unserializable(self, 'a user error handler belongs to its '
+                             'process')
 
     def _describe(self):
         # the simulator's messages (naming.describe); the repr is mpi4py's

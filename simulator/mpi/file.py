@@ -45,7 +45,7 @@ from simulator.mpi.datatypes import DATATYPE_NAMES, Datatype
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.msgspec import parse
-from simulator.mpi.naming import describe, reduce_constant
+from simulator.mpi.naming import describe, reduce_constant, unserializable
 from simulator.mpi.request import ProcNullRequest
 from simulator.mpi.unsupported import not_simulated
 from simulator.mpi.values import VALUES
@@ -407,8 +407,7 @@ class File(HandleMixin):
             return reduce_constant(self, 'FILE_NULL')
         if self._h is None:
             return self._reduce_copy(FILE_NULL)
-        raise ValueError('cannot serialize {}: an open file belongs to '
-                         'its process'.format(describe(self)))
+        raise unserializable(self, 'an open file belongs to its process')
 
     def _describe(self):
         # the simulator's messages (naming.describe); the repr is mpi4py's

@@ -11,7 +11,7 @@ from simulator.mpi.constants import (ERR_GROUP, ERR_RANK, IDENT,
                                      PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
-from simulator.mpi.naming import describe, reduce_constant
+from simulator.mpi.naming import reduce_constant, unserializable
 
 __all__ = ['Group', 'GROUP_NULL', 'GROUP_EMPTY']
 
@@ -200,8 +200,7 @@ class Group(HandleMixin):
         if not self._members:
             # Empty groups are the same on every process.
             return self._reduce_copy(GROUP_EMPTY)
-        raise ValueError('cannot serialize {}: groups are local to a '
-                         'process'.format(describe(self)))
+        raise unserializable(self, 'groups are local to a process')
 
     def _describe(self):
         # the simulator's messages (naming.describe); the repr is mpi4py's

@@ -13,7 +13,7 @@ from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.constants import PROC_NULL
 from simulator.mpi.handles import HandleMixin
 from simulator.mpi.msgspec import parse_p2p
-from simulator.mpi.naming import describe, reduce_constant
+from simulator.mpi.naming import describe, reduce_constant, unserializable
 from simulator.mpi.p2p import BUFFER, OBJECT, RecvRequest, guard_receive
 from simulator.mpi.request import Request, check_status, track
 
@@ -79,8 +79,8 @@ class Message(HandleMixin):
         if self._state in (_NULL, _NO_PROC):
             return self._reduce_copy(MESSAGE_NULL if self._state is _NULL
                                      else MESSAGE_NO_PROC)
-        raise ValueError('cannot serialize a matched message: it belongs '
-                         'to the process that probed it')
+        raise unserializable(self, 'a matched message belongs to the '
+                             'process that probed it')
 
     def _buffer(self, buf, where):
         # As mpi4py reads it: for MESSAGE_NO_PROC nothing is read.

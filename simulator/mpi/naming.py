@@ -25,7 +25,7 @@ import inspect
 import sys
 
 __all__ = ['MODULE', 'publish', 'is_ours', 'describe', 'reduce_constant',
-           'class_ref', 'no_attribute']
+           'class_ref', 'no_attribute', 'unserializable']
 
 MODULE = 'mpi4py.MPI'
 
@@ -116,6 +116,8 @@ def publish(namespace):
         _name_in_messages(cls)
     for cls in ordered:
         _claim_inherited(cls)
+    for cls in ordered:
+        _present_internal_subclasses(cls)
     functions = [(name, value) for name, value in namespace.items()
                  if inspect.isfunction(value) and _is_simulator_code(value)]
     for name, function in functions:
@@ -125,6 +127,22 @@ def publish(namespace):
         # (Get_error_class = error_class) takes that name, as mpi4py's.
         if sum(f is function for _, f in functions) == 1:
             function.__name__ = function.__qualname__ = name
+
+
+def _present_internal_subclasses(public, cls=None):
+    """The simulator's own subclasses of the published class ``public``
+    (``RecvRequest``, the request of a non-blocking collective...), at
+    any depth below ``cls``: a program's ``type(request)`` prints
+    ``<class 'mpi4py.MPI.Request'>``, as mpi4py makes every request a
+    ``Request``."""
+    for sub in (cls or public).__subclasses__():
+        if sub in _PUBLISHED or not _is_simulator_code(sub):
+            continue
+        sub.__module__ = MODULE
+        sub.__name__ = sub.__qualname__ = public.__name__
+        _PUBLISHED.add(sub)
+        _name_in_messages(sub)
+        _present_internal_subclasses(public, sub)
 
 
 # Where a type object keeps the C string its messages name it by
@@ -158,6 +176,17 @@ def no_attribute(obj, name):
         else cls.__name__
     return AttributeError('{!r} object has no attribute {!r}'.format(
         shown, name))
+
+
+def unserializable(obj, why):
+    """The ValueError mpi4py raises when ``obj`` (a handle that belongs
+    to its process) is pickled, in its words; ``why`` is the simulator's
+    note."""
+    cls = type(obj)
+    error = ValueError("cannot serialize '{}.{}' instance".format(
+        cls.__module__, cls.__name__))
+    error.add_note('{}: {}'.format(describe(obj), why))
+    return error
 
 
 def _held_by_program(name, obj):

@@ -20,7 +20,7 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_COUNT,
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.naming import (class_ref, describe, is_ours, no_attribute,
-                                   reduce_constant)
+                                   reduce_constant, unserializable)
 
 __all__ = ['Status', 'Request', 'ProcNullRequest', 'Grequest',
            'REQUEST_NULL', 'track']
@@ -486,8 +486,8 @@ class Request(HandleMixin):
             return reduce_constant(self, 'REQUEST_NULL')
         if not self:
             return self._reduce_copy(REQUEST_NULL)
-        raise ValueError('cannot serialize a request: it belongs to the '
-                         'process that started it')
+        raise unserializable(self, 'a request belongs to the process that '
+                             'started it')
 
     @staticmethod
     def Waitall(requests, statuses=None):

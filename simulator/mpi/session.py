@@ -15,7 +15,7 @@ from simulator.mpi.constants import ERR_ARG, ERR_GROUP
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
-from simulator.mpi.naming import describe, reduce_constant
+from simulator.mpi.naming import describe, reduce_constant, unserializable
 from simulator.mpi.unsupported import mpi41_missing
 from simulator.mpi.values import VALUES
 
@@ -210,8 +210,7 @@ class Session(HandleMixin):
             return reduce_constant(self, 'SESSION_NULL') \
                 if self is SESSION_NULL else \
                 self._reduce_copy(SESSION_NULL)
-        raise ValueError('cannot serialize a session: it belongs to the '
-                         'process')
+        raise unserializable(self, 'a session belongs to the process')
 
     def _describe(self):
         # the simulator's messages (naming.describe); the repr is mpi4py's

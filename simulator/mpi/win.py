@@ -55,7 +55,7 @@ from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
                                     Errhandler, Info,
                                     call_errhandler, create_errhandler)
 from simulator.mpi.memory import buffer
-from simulator.mpi.naming import describe, reduce_constant
+from simulator.mpi.naming import describe, reduce_constant, unserializable
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
 from simulator.mpi.rma_races import (Access, EpochLog, ExposureLog,
@@ -302,8 +302,7 @@ class Win(bytearray, Attributes, HandleMixin):
         if getattr(self, '_shared', None) is None:
             return reduce_constant(self, 'WIN_NULL') if self is WIN_NULL else \
                 self._reduce_copy(WIN_NULL)
-        raise ValueError('cannot serialize {}: windows belong to the '
-                         'process'.format(describe(self)))
+        raise unserializable(self, 'windows belong to the process')
 
     def __reduce_ex__(self, protocol):
         return self.__reduce__()

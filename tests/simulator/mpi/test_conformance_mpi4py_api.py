@@ -193,6 +193,24 @@ def test_pythons_messages_name_the_classes_as_mpi4pys(mpi_comm, MPI):
         hash(Mine(mpi_comm))
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_every_request_is_a_request_or_a_prequest(mpi_comm, MPI):
+    me = mpi_comm.Get_rank()
+    buf = np.zeros(2)
+    made = [mpi_comm.Isend(buf, me, 1), mpi_comm.Irecv(buf.copy(), me, 1),
+            mpi_comm.isend(1, me, 2), mpi_comm.irecv(source=me, tag=2),
+            mpi_comm.Ibarrier(), mpi_comm.Iallreduce(buf, buf.copy()),
+            mpi_comm.Isendrecv(buf, me, 3, buf.copy(), me, 3),
+            mpi_comm.Issend(buf, me, 4), mpi_comm.Irecv(buf.copy(), me, 4)]
+    for request in made:
+        assert type(request).__name__ == 'Request'
+        assert str(type(request)) == "<class 'mpi4py.MPI.Request'>"
+    MPI.Request.Waitall(made)
+    persistent = mpi_comm.Send_init(buf, me, 5)
+    assert str(type(persistent)) == "<class 'mpi4py.MPI.Prequest'>"
+    persistent.Free()
+
+
 def test_unsimulated_parts_say_so():
     from simulator import mpi
     from simulator.mpi.unsupported import NotSimulated

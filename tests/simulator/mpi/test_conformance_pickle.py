@@ -88,3 +88,25 @@ def test_buffer_allocates_and_wraps_memory(mpi_comm, MPI):
     memoryview(wrapped).cast('i')[1] = 7        # the same memory
     assert array.tolist() == [0, 7, 0, 0]
     assert MPI.memory is MPI.buffer
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_handles_of_the_process_refuse_pickling_in_mpi4pys_words(mpi_comm,
+                                                                 MPI):
+    comm = mpi_comm.Dup()
+    group = mpi_comm.Get_group()
+    request = mpi_comm.Irecv(np.zeros(1), mpi_comm.Get_rank(), tag=77)
+    window = MPI.Win.Allocate(8, comm=MPI.COMM_SELF)
+    for handle, kind in ((comm, 'Intracomm'), (group, 'Group'),
+                         (request, 'Request'), (window, 'Win')):
+        with pytest.raises(ValueError, match=r"^cannot serialize "
+                           r"'mpi4py\.MPI\.{}' instance".format(kind)):
+            pickle.dumps(handle)
+    # Null and predefined handles travel.
+    assert pickle.loads(pickle.dumps(MPI.GROUP_EMPTY)) == MPI.GROUP_EMPTY
+    assert pickle.loads(pickle.dumps(MPI.REQUEST_NULL)) == MPI.REQUEST_NULL
+    mpi_comm.Send(np.zeros(1), mpi_comm.Get_rank(), tag=77)
+    request.Wait()
+    window.Free()
+    group.Free()
+    comm.Free()
