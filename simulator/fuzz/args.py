@@ -23,7 +23,8 @@ __all__ = ['OPS', 'op_bad_args']
 # does not check it, MPI reads or writes past the array), and what Open
 # MPI does not check: ``Group.Translate_ranks`` of a rank outside the
 # group (crashes), ``Incl`` with a rank twice, ``Create_graph`` with an
-# edge to a node that does not exist (both taken); and counts that
+# edge to a node that does not exist, ``Pack`` at a negative position
+# (all taken); and counts that
 # disagree between ranks (an ``Allgather`` receive buffer one element
 # too long is MPI's error, Open MPI takes it on one rank).
 CALLS = (
@@ -48,6 +49,24 @@ CALLS = (
     ('c.Send([a, MPI.DATATYPE_NULL], dest=MPI.PROC_NULL)', True),
     ('c.Send([a, 1, MPI.DOUBLE, 5], dest=MPI.PROC_NULL)', True),
     ('c.Send("text", dest=MPI.PROC_NULL)', True),
+    ('c.Send(a, dest=np.int64(n))', True),
+    ('c.Send(a, dest=np.uint8(200))', True),
+    ('c.Send(a, dest=MPI.PROC_NULL, tag=np.int64(-3))', True),
+    ('c.Send(a, dest=MPI.PROC_NULL, tag=1.5j)', True),
+    ('MPI.SUM.Reduce_local(a, np.zeros(3))', True),
+    ('MPI.SUM.Reduce_local(a, np.zeros(2, "i4"))', True),
+    ('MPI.MAXLOC.Reduce_local(a, np.zeros(2))', True),
+    ('MPI.INT.Pack(np.zeros(4, "i4"), np.zeros(2, "u1"), 0, c)', True),
+    ('MPI.INT.Unpack(np.zeros(2, "u1"), 0, np.zeros(4, "i4"), c)', True),
+    ('MPI.INT.Pack_size(-1, c)', True),
+    ('c.Probe(MPI.PROC_NULL, status="x")', True),
+    ('MPI.Request.Waitall([MPI.REQUEST_NULL], statuses=5)', True),
+    ('MPI.Status().Get_elements(MPI.DATATYPE_NULL)', True),
+    ('c.Get_group().Range_excl([(0, n + 1, 1)])', True),
+    ('MPI.INT.Create_resized(0, -4).Get_extent()', True),
+    ('MPI.Datatype.Create_struct([1], [0], [None])', True),
+    ('MPI.INT.Get_contents()', True),
+    ('MPI.INT.Create_vector(1, 1, 1).Commit().Commit().Free()', True),
     ('c.Recv(a, source=n)', True),
     ('c.Recv(a, source=-7)', True),
     ('c.Recv(a, source=MPI.PROC_NULL, tag=-4)', True),
@@ -131,6 +150,10 @@ CALLS = (
     ('c.Gather(a, np.zeros(2 * n), root=n + 2)', False),
     ('c.Scatter(np.zeros(2 * n), a, root=-4)', False),
     ('c.Alltoall(np.zeros(2 * n + 1), np.zeros(2 * n + 1))', False),
+    ('c.Bcast(a, root=np.float64(n) + 0.5)', False),
+    ('c.Bcast(a, root=np.int64(-2))', False),
+    ('c.Reduce(a, np.zeros(2), root=np.int32(n))', False),
+    ('c.Split_type(12345)', False),
     ('c.Split(None)', False),
     ('c.Split(0, key="k")', False),
     ('c.Split(-5)', False),

@@ -208,10 +208,7 @@ def _check_op(op, dtype=None, where=None, datatype=None):
         raise MPIException(ERR_OP, '{}: OP_NULL is not a '
                            'reduction'.format(where or 'reduction'))
     if dtype is not None:
-        kinds = _OP_KINDS.get(op.name)
-        if kinds is not None and np.dtype(dtype).kind not in kinds:
-            raise MPIException(ERR_OP, '{}: {} is not defined for {} '
-                               'buffers'.format(where, op.name, dtype))
+        op.check_kind(dtype, where)
     op.check_datatype(datatype, where)
     return op
 
@@ -224,15 +221,6 @@ def _op_name(op):
     if isinstance(op, Op):
         return op.name
     return getattr(op, '__qualname__', None) or type(op).__name__
-
-
-# Which NumPy kinds MPI defines each predefined reduction for
-# (C integer, floating point, complex, logical = bool).
-_OP_KINDS = {'MPI_SUM': 'iufc', 'MPI_PROD': 'iufc', 'MPI_MAX': 'iuf',
-             'MPI_MIN': 'iuf', 'MPI_LAND': 'iub', 'MPI_LOR': 'iub',
-             'MPI_LXOR': 'iub', 'MPI_BAND': 'iu', 'MPI_BOR': 'iu',
-             'MPI_BXOR': 'iu', 'MPI_MAXLOC': 'V', 'MPI_MINLOC': 'V',
-             'MPI_OP_NULL': '', 'MPI_REPLACE': '', 'MPI_NO_OP': ''}
 
 
 class _CollectiveRequest(Request):

@@ -21,7 +21,7 @@ from simulator.mpi.ranklocal import rank_local
 from simulator.mpi import typemap
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.cargs import c_aint, object_name
-from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_TYPE
+from simulator.mpi.constants import ERR_ARG, ERR_COUNT, ERR_INTERN, ERR_TYPE
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.values import VALUES
@@ -280,7 +280,8 @@ class Datatype(Attributes, HandleMixin):
         h = self._t('Get_contents')
         if h.combiner in (NAMED,) + _F90:
             if h.combiner == NAMED:
-                raise MPIException(ERR_ARG, 'Get_contents of a named '
+                # Open MPI 5.0's class for it
+                raise MPIException(ERR_INTERN, 'Get_contents of a named '
                                    'datatype ({})'.format(h.name))
         return (list(h.ints), list(h.addrs), [], _retained(h.types))
 

@@ -19,6 +19,15 @@ _OUTSIDE = {}
 _LOGICAL = (np.logical_and, np.logical_or, np.logical_xor)
 
 
+# Which NumPy kinds MPI defines each predefined reduction for
+# (C integer, floating point, complex, logical = bool).
+OP_KINDS = {'MPI_SUM': 'iufc', 'MPI_PROD': 'iufc', 'MPI_MAX': 'iuf',
+             'MPI_MIN': 'iuf', 'MPI_LAND': 'iub', 'MPI_LOR': 'iub',
+             'MPI_LXOR': 'iub', 'MPI_BAND': 'iu', 'MPI_BOR': 'iu',
+             'MPI_BXOR': 'iu', 'MPI_MAXLOC': 'V', 'MPI_MINLOC': 'V',
+             'MPI_OP_NULL': '', 'MPI_REPLACE': '', 'MPI_NO_OP': ''}
+
+
 class Op(HandleMixin):
     """A reduction: ``reduce_arrays`` for buffers, ``__call__`` for objects.
 
@@ -184,9 +193,20 @@ class Op(HandleMixin):
         if source.count != target.count:
             raise ValueError('mismatch in inbuf count {} and inoutbuf '
                              'count {}'.format(source.count, target.count))
+        # An op the buffer's kind lacks (MAXLOC on doubles) is ERR_OP,
+        # as in Open MPI (and the collectives).
+        self.check_kind(target.dtype, 'Reduce_local')
         self.check_datatype(target.datatype, 'Reduce_local')
         out = target.head()
         self.combine_into(out, source.head(), out, target.datatype)
+
+    def check_kind(self, dtype, where):
+        """MPI_ERR_OP for a predefined operation MPI does not define on
+        ``dtype``'s kind of elements (user operations take any)."""
+        kinds = OP_KINDS.get(self.name)
+        if kinds is not None and np.dtype(dtype).kind not in kinds:
+            raise MPIException(ERR_OP, '{}: {} is not defined for {} '
+                               'buffers'.format(where, self.name, dtype))
 
     def check_datatype(self, datatype, where):
         """MPI_ERR_OP for a predefined operation on a derived datatype:

@@ -390,3 +390,16 @@ def test_subarray_arrays_of_other_lengths_are_mpi4pys_value_error(mpi_comm,
                                     ([4], [2], [0, 0])):
         with pytest.raises(ValueError, match='expecting'):
             MPI.INT.Create_subarray(sizes, subsizes, starts)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_local_reduction_and_named_contents_get_open_mpis_classes(mpi_comm,
+                                                                  MPI):
+    # fuzz args: MAXLOC on doubles raised an IndexError from inside the
+    # simulator; Get_contents of a named type is ERR_INTERN in Open MPI
+    with pytest.raises(MPI.Exception) as info:
+        MPI.MAXLOC.Reduce_local(np.zeros(2), np.zeros(2))
+    assert info.value.Get_error_class() == MPI.ERR_OP
+    with pytest.raises(MPI.Exception) as info:
+        MPI.INT.Get_contents()
+    assert info.value.Get_error_class() == MPI.ERR_INTERN
