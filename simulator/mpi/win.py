@@ -318,6 +318,33 @@ class Win(bytearray, Attributes, HandleMixin):
     __repr__ = object.__repr__
     __str__ = object.__str__
 
+    # A window exports its memory (the bytearray base) but is no sequence
+    # of bytes: mpi4py's has no len, items, iteration or operators, and
+    # Python's words for them name the compiled class.
+    def __len__(self):
+        raise TypeError("object of type 'mpi4py.MPI.Win' has no len()")
+
+    def __getitem__(self, index):
+        raise TypeError("'mpi4py.MPI.Win' object is not subscriptable")
+
+    def __setitem__(self, index, value):
+        raise TypeError("'mpi4py.MPI.Win' object does not support item "
+                        "assignment")
+
+    def __delitem__(self, index):
+        raise TypeError("'mpi4py.MPI.Win' object doesn't support item "
+                        "deletion")
+
+    def __contains__(self, item):
+        raise TypeError("argument of type 'mpi4py.MPI.Win' is not iterable")
+
+    __iter__ = None
+
+    def _no_operator(self, other):
+        return NotImplemented
+
+    __add__ = __iadd__ = __mul__ = __imul__ = __rmul__ = __mod__ = \
+        __rmod__ = _no_operator
 
     # -- attributes ----------------------------------------------------------
     def Get_group(self):

@@ -211,6 +211,20 @@ def test_every_request_is_a_request_or_a_prequest(mpi_comm, MPI):
     persistent.Free()
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_a_window_exports_memory_but_is_no_sequence(mpi_comm, MPI):
+    win = MPI.Win.Allocate(8, comm=MPI.COMM_SELF)
+    assert memoryview(win).nbytes == 8
+    for use, words in ((lambda: len(win), 'has no len'),
+                       (lambda: win[0], 'not subscriptable'),
+                       (lambda: list(win), 'not iterable'),
+                       (lambda: 1 in win, 'is not iterable'),
+                       (lambda: win + b'x', 'unsupported operand')):
+        with pytest.raises(TypeError, match=words):
+            use()
+    win.Free()
+
+
 def test_unsimulated_parts_say_so():
     from simulator import mpi
     from simulator.mpi.unsupported import NotSimulated
