@@ -16,6 +16,15 @@ from simulator.mpi.naming import reduce_constant, unserializable
 __all__ = ['Group', 'GROUP_NULL', 'GROUP_EMPTY']
 
 
+def _group_argument(value, name):
+    """mpi4py's typed ``Group`` argument (None is not one)."""
+    if not isinstance(value, Group):
+        raise TypeError("Argument '{}' has incorrect type (expected "
+                        "mpi4py.MPI.Group, got {})".format(
+                            name, type(value).__name__))
+    return value
+
+
 class Group(HandleMixin):
     """The ``Group`` type of mpi4py: set operations, rank translation,
     Compare."""
@@ -108,22 +117,25 @@ class Group(HandleMixin):
     @classmethod
     def Union(cls, group1, group2):
         """The members of ``group1``, then ``group2``'s that are not in it."""
-        a = group1._m
-        return cls._of(a + tuple(m for m in group2._m if m not in a))
+        a = _group_argument(group1, 'group1')._m
+        b = _group_argument(group2, 'group2')._m
+        return cls._of(a + tuple(m for m in b if m not in a))
 
     @classmethod
     def Intersection(cls, group1, group2):
         """The members of ``group1`` that are in ``group2``, in that order."""
-        b = group2._m
-        return cls._of(m for m in group1._m if m in b)
+        a = _group_argument(group1, 'group1')._m
+        b = _group_argument(group2, 'group2')._m
+        return cls._of(m for m in a if m in b)
 
     Intersect = Intersection
 
     @classmethod
     def Difference(cls, group1, group2):
         """The members of ``group1`` that are not in ``group2``."""
-        b = group2._m
-        return cls._of(m for m in group1._m if m not in b)
+        a = _group_argument(group1, 'group1')._m
+        b = _group_argument(group2, 'group2')._m
+        return cls._of(m for m in a if m not in b)
 
     @classmethod
     def Create_from_session_pset(cls, session, pset_name):

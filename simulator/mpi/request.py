@@ -526,6 +526,8 @@ class Request(HandleMixin):
     @staticmethod
     def waitany(requests, status=None):
         """Return (index, object) of the first request that completes."""
+        if status is not None:
+            check_status(status)
         requests = _request_list(requests)
         active = [r for r in requests if not r._done]
         if not active:

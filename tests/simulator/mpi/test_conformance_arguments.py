@@ -403,3 +403,18 @@ def test_local_reduction_and_named_contents_get_open_mpis_classes(mpi_comm,
     with pytest.raises(MPI.Exception) as info:
         MPI.INT.Get_contents()
     assert info.value.Get_error_class() == MPI.ERR_INTERN
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_group_set_operations_and_waitany_take_only_their_types(mpi_comm,
+                                                                MPI):
+    # fuzz args: these were AttributeErrors from inside the simulator
+    group = mpi_comm.Get_group()
+    for call in (lambda: MPI.Group.Union(group, None),
+                 lambda: MPI.Group.Intersection(None, group),
+                 lambda: MPI.Group.Difference(group, 3)):
+        with pytest.raises(TypeError, match='has incorrect type'):
+            call()
+    group.Free()
+    with pytest.raises(TypeError, match="'status' has incorrect type"):
+        MPI.Request.Waitany([MPI.REQUEST_NULL], status=[])
