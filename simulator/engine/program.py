@@ -17,15 +17,17 @@ import importlib
 import importlib.machinery
 import importlib.util
 import os
+import pkgutil
 import re
 import shutil
 import sys
+import zipfile
 
 from simulator.engine.actors import current
 from simulator.engine.modules import runs_per_rank
 
-__all__ = ['Program', 'ForeignCommand', 'load_code', 'python_program',
-           'check_command', 'spawned_program', 'execute']
+__all__ = ['Program', 'ForeignCommand', 'NoMainModule', 'load_code',
+           'python_program', 'check_command', 'spawned_program', 'execute']
 
 _PYTHON = re.compile(r'python[0-9.]*[a-z]?(\.exe)?')
 # Interpreter options that take a value as the next word.
@@ -113,6 +115,8 @@ def load_code(target, module):
                 '__file__': spec.origin, '__cached__': spec.cached}
         return code, base
     path = os.path.abspath(target)
+    if os.path.isdir(path) or zipfile.is_zipfile(path):
+        return _main_module_of(path)
     with open(path, 'rb') as f:
         source = f.read()
     code = compile(source, path, 'exec')
@@ -120,6 +124,27 @@ def load_code(target, module):
                   '__loader__': importlib.machinery.SourceFileLoader(
                       '__main__', path),
                   '__spec__': None, '__file__': path, '__cached__': None}
+
+
+class NoMainModule(Exception):
+    """A directory or zip file given as the script holds no
+    ``__main__`` module (python's words: "can't find '__main__' module in
+    PATH")."""
+
+
+def _main_module_of(path):
+    """(code, globals) of the ``__main__`` module python runs for a
+    directory or zip file given as the script (a zipapp): found by the
+    path's own importer, ``sys.path[0]`` the path itself (the directory
+    of the module's ``__file__``)."""
+    importer = pkgutil.get_importer(path)
+    spec = importer.find_spec('__main__') if importer is not None else None
+    if spec is None or spec.loader is None:
+        raise NoMainModule("can't find '__main__' module in {!r}".format(
+            path))
+    return spec.loader.get_code('__main__'), {
+        '__package__': '', '__loader__': spec.loader, '__spec__': spec,
+        '__file__': spec.origin, '__cached__': spec.cached}
 
 
 def command_code(text):
@@ -161,7 +186,10 @@ def python_program(args):
         if word.startswith('-') and len(word) > 1:
             i += 1      # -u, -B, -E, -I, -O...: this interpreter's apply
             continue
-        code, base = load_code(word, False)
+        try:
+            code, base = load_code(word, False)
+        except NoMainModule as missing:
+            raise ValueError('python: {}'.format(missing)) from None
         return Program(code, base, args[i:],
                        os.path.dirname(base['__file__']), args[:i])
     raise ValueError('python without a script, -m or -c would be an '

@@ -15,7 +15,7 @@ import traceback
 from simulator.engine.actors import current
 from simulator.engine.clock import ESTIMATES, VirtualTime
 from simulator.engine.modules import register_private_module
-from simulator.engine.program import execute
+from simulator.engine.program import NoMainModule, execute
 from simulator.engine.trace import as_processes_traceback
 from simulator.errors import AbortError, SimulatorError
 from simulator.engine.netmodel import DEFAULT_MACHINE, load_machine
@@ -66,6 +66,11 @@ def run_command(options, parser, argv, sizes):
         # As python reports a program it cannot compile (exit status 1).
         sys.stderr.write(''.join(traceback.format_exception_only(
             type(error), error)))
+        return 1
+    except NoMainModule as error:
+        # A directory or zip file without one: python's words, status 1.
+        sys.stderr.write('{}: {}\n'.format(
+            (getattr(sys, 'orig_argv', None) or ['python'])[0], error))
         return 1
     except OSError as error:
         # As python reports a script it cannot open (exit status 2).

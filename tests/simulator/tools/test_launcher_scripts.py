@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -148,6 +149,26 @@ def test_mpi4pys_class_names_reprs_and_error_strings_match_mpiexec(size):
         '<mpi4py.MPI.Intracomm object at 0x?>' in payloads
     assert 'OUT rank=0 pickle INT 33 True' in payloads
     _assert_same_under_mpiexec(found, size, script)
+
+
+@pytest.mark.parametrize('zipped', [False, True])
+def test_a_directory_or_zip_file_runs_its_main_module(tmp_path, zipped):
+    # python DIR and python APP.zip (a zipapp) run DIR's __main__.py.
+    app = _script('app_dir')
+    if zipped:
+        app = str(tmp_path / 'app.zip')
+        with zipfile.ZipFile(app, 'w') as archive:
+            archive.write(_script(os.path.join('app_dir', '__main__.py')),
+                          '__main__.py')
+    found = _simulated_payloads(2, app, 'x')
+    assert "argv=['{}', 'x']".format(app) in found[0][1], found
+    _assert_same_under_mpiexec(found, 2, app, 'x')
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    missing = _simulate(2, str(empty))
+    assert missing.returncode == 1
+    assert "can't find '__main__' module in {!r}".format(str(empty)) in \
+        missing.stderr
 
 
 @pytest.mark.parametrize('size,relative', [(1, False), (2, False), (3, False),
