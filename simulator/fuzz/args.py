@@ -61,6 +61,7 @@ CALLS = (
     ('MPI.INT.Pack_size(-1, c)', True),
     ('c.Probe(MPI.PROC_NULL, status="x")', True),
     ('MPI.Request.Waitall([MPI.REQUEST_NULL], statuses=5)', True),
+    ('MPI.Status().Get_count(None)', True),
     ('MPI.Status().Get_elements(MPI.DATATYPE_NULL)', True),
     ('c.Get_group().Range_excl([(0, n + 1, 1)])', True),
     ('MPI.Group.Union(c.Get_group(), None)', True),

@@ -18,12 +18,17 @@ from simulator.mpi.constants import (ANY_SOURCE, ANY_TAG, ERR_COUNT,
                                      ERR_REQUEST, ERR_TYPE, PROC_NULL,
                                      SUCCESS, UNDEFINED)
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.datatypes import DATATYPE_NAMES
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.naming import (class_ref, describe, is_ours, no_attribute,
                                    reduce_constant, unserializable)
 
+
 __all__ = ['Status', 'Request', 'ProcNullRequest', 'Grequest',
            'REQUEST_NULL', 'track']
+
+# Status.Get_count's default datatype (mpi4py's)
+BYTE = DATATYPE_NAMES['BYTE']
 
 
 def track(request):
@@ -134,10 +139,11 @@ class Status:
     def nbytes(self, value):
         self._mem['ucount'] = value
 
-    def Get_count(self, datatype=None):
+    def Get_count(self, datatype=BYTE):
         """Number of ``datatype`` elements received (bytes by default);
         UNDEFINED when the bytes are not a whole number of them."""
-        size = 1 if datatype is None else _type_size(datatype, 'Get_count')
+        # mpi4py's typed argument: None is a TypeError, not the default
+        size = _type_size(datatype, 'Get_count')
         nbytes = self.nbytes
         if size == 0:
             return 0

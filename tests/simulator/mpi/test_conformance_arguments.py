@@ -418,3 +418,13 @@ def test_group_set_operations_and_waitany_take_only_their_types(mpi_comm,
     group.Free()
     with pytest.raises(TypeError, match="'status' has incorrect type"):
         MPI.Request.Waitany([MPI.REQUEST_NULL], status=[])
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_status_get_count_takes_a_datatype_not_none(mpi_comm, MPI):
+    # fuzz args: None counted bytes; mpi4py's default is BYTE and None is
+    # not a Datatype
+    status = MPI.Status()
+    assert status.Get_count() == status.Get_count(MPI.BYTE) == 0
+    with pytest.raises(TypeError):
+        status.Get_count(None)
