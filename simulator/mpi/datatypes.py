@@ -106,8 +106,10 @@ class Datatype(Attributes, HandleMixin):
 
     # what the message code reads
     @property
-    def dtype(self):
-        """The NumPy dtype of the data (bytes for mixed structs)."""
+    def _dtype(self):
+        # The NumPy dtype of the data (bytes for mixed structs). Not a
+        # public ``dtype``: NumPy would take a Datatype for a dtype
+        # (np.zeros(2, MPI.INT)), which mpi4py's refuses.
         return None if self._h is None else self._h.dtype
 
     @property
@@ -664,9 +666,9 @@ def _pairs(blocklengths, displacements):
 def _dtype_of(layout):
     """The NumPy dtype data of ``layout`` moves as."""
     base = layout.base
-    if base is None or base.dtype is None:
+    if base is None or base._dtype is None:
         return np.dtype(np.uint8)
-    return base.dtype
+    return base._dtype
 
 
 def _real_for(p, r, where):

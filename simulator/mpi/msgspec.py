@@ -374,7 +374,7 @@ def _derived(raw, datatype, count, displ, where, packed):
     if count is None:
         extent = _extent_for(datatype, 'infer count')
         count = (raw.size - offset) // extent
-    dtype = datatype.dtype
+    dtype = datatype._dtype
     predefined = datatype.is_predefined
     if predefined or datatype.is_dense:
         # Predefined types move whole (padded) elements, like the NumPy
@@ -515,7 +515,7 @@ def _vector(raw, obj, counts, displs, datatype, where, packed):
         count = 0 if raw.size < lay.true_ub else \
             min(count, (raw.size - lay.true_ub) // extent + 1)
     buf = _derived(raw, datatype, count, 0, where, packed)
-    per = datatype.size // datatype.dtype.itemsize if datatype.size else 1
+    per = datatype.size // datatype._dtype.itemsize if datatype.size else 1
 
     def scale(v):
         if v is None:
@@ -676,7 +676,7 @@ class WBuffer:
             self.displs[i]
         layout = self.layouts[i]
         if not count or not layout.size:
-            return Buffer(np.empty(0, datatype.dtype or np.uint8), datatype,
+            return Buffer(np.empty(0, datatype._dtype or np.uint8), datatype,
                           0)
         index = layout.byte_index(count) + displ
         raw = self.raw
@@ -691,8 +691,8 @@ class WBuffer:
                              'the buffer of {} bytes'.format(
                                  self.where, i, count, datatype.name or
                                  'a derived datatype', displ, raw.size))
-        buf = Buffer(raw[index].view(datatype.dtype), datatype,
-                     index.size // datatype.dtype.itemsize)
+        buf = Buffer(raw[index].view(datatype._dtype), datatype,
+                     index.size // datatype._dtype.itemsize)
         buf.scatter = (raw, index)
         return buf
 

@@ -242,7 +242,7 @@ class RecvRequest(Request):
         data = msg.payload
         record = self._activity.record
         comm_name = self._activity.comm_name
-        if buf.datatype.dtype != data.dtype and (
+        if buf.datatype._dtype != data.dtype and (
                 _untyped(buf.datatype) or _untyped(msg.datatype)):
             # MPI_BYTE / MPI_PACKED carry any data as its bytes.
             raw = data.view(np.uint8).reshape(-1)
@@ -253,13 +253,13 @@ class RecvRequest(Request):
             room[:raw.size] = raw
             buf.flush()
             return
-        if buf.datatype.dtype != data.dtype:
+        if buf.datatype._dtype != data.dtype:
             raise MessageMismatchError(
                 'rank {} {}: receive buffer holds {} ({}) but the message '
                 'from rank {} (tag={}, comm={}) holds {} ({}); sent by {} '
                 'at {}'.format(
                     record.rank, record.describe(), buf.datatype.name,
-                    buf.datatype.dtype, msg.source, msg.tag, comm_name,
+                    buf.datatype._dtype, msg.source, msg.tag, comm_name,
                     msg.datatype.name, data.dtype, msg.record.op,
                     msg.record.where))
         if data.size > buf.count:

@@ -43,7 +43,7 @@ def _swap_order(layout):
     its bytes): each number's bytes reversed, in typemap order."""
     order, at = [], 0
     for basic in layout.basic_layouts():
-        for unit in _units(getattr(basic.base, 'dtype', None), basic.size):
+        for unit in _units(getattr(basic.base, '_dtype', None), basic.size):
             order += range(at + unit - 1, at - 1, -1)
             at += unit
     return np.array(order, dtype=np.int64)
@@ -58,7 +58,7 @@ def _big_endian(data, datatype):
     if not np.little_endian or data.size == 0 or size == 0:
         return data
     layout = datatype._t('Pack_external').layout
-    dtype = datatype.dtype
+    dtype = datatype._dtype
     if layout.base is not None and dtype is not None and not dtype.fields:
         # one basic type throughout: no need to list the typemap
         unit = _units(dtype, dtype.itemsize)[0]

@@ -63,5 +63,5 @@ def _typealign(datatype):
     """The alignment in bytes of a predefined datatype, or None."""
     if not datatype.is_predefined:
         return None
-    dtype = datatype.dtype
+    dtype = datatype._dtype
     return None if dtype is None else dtype.alignment

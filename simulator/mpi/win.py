@@ -781,11 +781,11 @@ class Win(bytearray, Attributes, HandleMixin):
                 datatype = spec[2]
         if count_of is not None:
             count = count_of
-        dtype = getattr(datatype, 'dtype', None)
+        dtype = getattr(datatype, '_dtype', None)
         for what, dt in (('origin', buf.datatype), ('target', datatype)):
             # Windows move elements of one basic type: a struct mixing
             # types would need its typemap matched element by element.
-            base = getattr(dt, 'dtype', None)
+            base = getattr(dt, '_dtype', None)
             if base is None or bool(base.fields) or base.kind == 'V':
                 raise not_simulated('Win.{} with {} datatype {} (several '
                                     'basic types in one datatype, in RMA)'

@@ -225,6 +225,16 @@ def test_a_window_exports_memory_but_is_no_sequence(mpi_comm, MPI):
     win.Free()
 
 
+@pytest.mark.mpi(sizes=(1,))
+def test_an_mpi_datatype_is_no_numpy_dtype(MPI):
+    # NumPy takes any object with a .dtype for a dtype: mpi4py's has none.
+    assert not hasattr(MPI.DOUBLE, 'dtype')
+    with pytest.raises(TypeError, match='Cannot interpret'):
+        np.zeros(2, MPI.INT)
+    f90 = MPI.Datatype.Create_f90_real(15, 300)
+    assert f90.Get_size() == 8
+
+
 def test_unsimulated_parts_say_so():
     from simulator import mpi
     from simulator.mpi.unsupported import NotSimulated
