@@ -147,6 +147,9 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
     compares and converts like its error code)."""
 
     __module__ = 'simulator.mpi'
+    # The code lives in a slot, as mpi4py's in its C struct: vars(e) is
+    # empty there (but for the notes the simulator adds).
+    __slots__ = ('_ierr',)
 
     def __init__(self, ierr=SUCCESS, detail=None):
         if detail is not None and not sys._getframe(1).f_code.co_filename \
@@ -157,7 +160,7 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
                             'arguments (3 given)')
         ierr = c_int(ierr)
         # mpi4py's rule: a negative code is no MPI error code at all
-        self.error_code = int(ierr) if ierr >= SUCCESS else ERR_UNKNOWN
+        self._ierr = int(ierr) if ierr >= SUCCESS else ERR_UNKNOWN
         super().__init__(ierr)
         if detail:
             # str(e) and e.args are mpi4py's (programs print and compare
@@ -167,33 +170,33 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
 
     def __str__(self):
         # An unknown code: mpi4py's str() raises MPI_ERR_ARG.
-        return error_string(self.error_code)
+        return error_string(self._ierr)
 
     def __reduce__(self):
         # As BaseException's, naming the class as naming.class_ref does.
         return (class_ref(type(self)),) + super().__reduce__()[1:]
 
     def __repr__(self):
-        return 'MPI.Exception({})'.format(self.error_code)
+        return 'MPI.Exception({})'.format(self._ierr)
 
     def __int__(self):
-        return self.error_code
+        return self._ierr
 
     def __index__(self):
-        return self.error_code
+        return self._ierr
 
     def __bool__(self):
-        return self.error_code != SUCCESS
+        return self._ierr != SUCCESS
 
     def __hash__(self):
-        return hash(self.error_code)
+        return hash(self._ierr)
 
     def _cmp(self, other, op):
         if isinstance(other, Exception):
-            other = other.error_code
+            other = other._ierr
         if not isinstance(other, int):
             return NotImplemented
-        return op(self.error_code, other)
+        return op(self._ierr, other)
 
     def __eq__(self, other):
         return self._cmp(other, _operator.eq)
@@ -216,16 +219,17 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
     def Get_error_class(self):
         """The MPI error class, e.g. ``ERR_TRUNCATE`` (MPI_ERR_ARG for a
         code MPI does not know, as mpi4py raises)."""
-        return error_class(self.error_code)
+        return error_class(self._ierr)
 
     def Get_error_code(self):
         """The MPI error code."""
-        return self.error_code
+        return self._ierr
 
     def Get_error_string(self):
         """MPI's text for the error."""
         return str(self)
 
+    error_code = property(Get_error_code)
     error_class = property(Get_error_class)
     error_string = property(Get_error_string)
 
