@@ -341,6 +341,9 @@ def test_mpi_exception_takes_mpi4pys_arguments(mpi_comm, MPI):
     with pytest.raises(OverflowError):
         MPI.Exception(2 ** 40)
     assert MPI.Exception(-1).Get_error_code() == MPI.ERR_UNKNOWN
+    assert vars(MPI.Exception(5)) == {}
+    assert MPI.Exception(5).error_code == 5
+    assert isinstance(vars(MPI.Exception)['error_code'], property)
     unknown = MPI.Exception(999)    # no such code: asking about it fails
     for ask in (lambda: str(unknown), unknown.Get_error_class,
                 unknown.Get_error_string):
