@@ -59,6 +59,8 @@ CALLS = (
     ('MPI.INT.Pack(np.zeros(4, "i4"), np.zeros(2, "u1"), 0, c)', True),
     ('MPI.INT.Unpack(np.zeros(2, "u1"), 0, np.zeros(4, "i4"), c)', True),
     ('MPI.INT.Pack_size(-1, c)', True),
+    ('MPI.INT.Pack(np.zeros(1, "i4"), np.zeros(8, "u1"), 0)', True),
+    ('MPI.INT.Pack_size(1)', True),
     ('c.Probe(MPI.PROC_NULL, status="x")', True),
     ('MPI.Request.Waitall([MPI.REQUEST_NULL], statuses=5)', True),
     ('MPI.Status().Get_count(None)', True),

@@ -105,19 +105,19 @@ def _check_datarep(datarep):
                            '{!r}'.format(datarep))
 
 
-def Pack(self, inbuf, outbuf, position, comm=None):
+def Pack(self, inbuf, outbuf, position, comm):
     """Pack ``inbuf``'s elements into ``outbuf`` from byte ``position``;
     return the position after them."""
     return _pack(self, inbuf, outbuf, position, 'Pack')
 
 
-def Unpack(self, inbuf, position, outbuf, comm=None):
+def Unpack(self, inbuf, position, outbuf, comm):
     """Unpack ``inbuf`` from byte ``position`` into ``outbuf``'s
     elements; return the position after them."""
     return _unpack(self, inbuf, position, outbuf, 'Unpack')
 
 
-def Pack_size(self, count, comm=None):
+def Pack_size(self, count, comm):
     """Bytes Pack writes for ``count`` elements."""
     return int(count) * self.Get_size()
 

@@ -431,3 +431,15 @@ def test_status_get_count_takes_a_datatype_not_none(mpi_comm, MPI):
     assert status.Get_count() == status.Get_count(MPI.BYTE) == 0
     with pytest.raises(TypeError):
         status.Get_count(None)
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_pack_unpack_and_pack_size_need_a_communicator(mpi_comm, MPI):
+    # fuzz args: mpi4py's comm argument has no default
+    data = np.zeros(1, 'i4')
+    for call in (lambda: MPI.INT.Pack(data, np.zeros(8, 'u1'), 0),
+                 lambda: MPI.INT.Unpack(np.zeros(8, 'u1'), 0, data),
+                 lambda: MPI.INT.Pack_size(1)):
+        with pytest.raises(TypeError):
+            call()
+    assert MPI.INT.Pack_size(1, mpi_comm) == 4
