@@ -21,6 +21,7 @@ from simulator.mpi.constants import (ERR_ARG, ERR_COMM, ERR_INFO,
 from simulator.mpi.attributes import Attributes
 from simulator.mpi.cargs import c_int, c_str
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.constants import predefined_free
 from simulator.mpi.naming import (class_ref, describe, reduce_constant,
                                    unserializable)
 from simulator.mpi.ranklocal import rank_local
@@ -95,14 +96,17 @@ class Errhandler(HandleMixin):
         constants stay as they are."""
         if self._h is None:
             raise MPIException(ERR_ARG, 'Free of ERRHANDLER_NULL')
+        for name, constant in _CONSTANTS.items():
+            if self is constant:
+                raise predefined_free(ERR_ARG, name)
         if self._h.fn is not None:
             _user_handlers().discard(self._h)
-        if not any(self is c for c in _CONSTANTS.values()):
-            self._h = None
+        self._h = None
 
     def free(self):
-        """Call ``Free`` if not null."""
-        if self._h is not None:
+        """Call ``Free`` if not null or predefined (mpi4py's)."""
+        if self._h is not None and \
+                not any(self is c for c in _CONSTANTS.values()):
             self.Free()
 
     def __bool__(self):
@@ -244,13 +248,13 @@ class Info(HandleMixin):
     def Free(self):
         """Release the Info (the handle becomes INFO_NULL)."""
         self._m  # noqa: B018 -- raises on INFO_NULL
-        if self is INFO_NULL or self is INFO_ENV:
-            return
+        if self is INFO_ENV:
+            raise predefined_free(ERR_INFO, 'INFO_ENV')
         self._d = None
 
     def free(self):
-        """Call ``Free`` if not null."""
-        if self._d is not None:
+        """Call ``Free`` if not null or predefined (mpi4py's)."""
+        if self._d is not None and self is not INFO_ENV:
             self.Free()
 
     @staticmethod

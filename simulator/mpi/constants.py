@@ -271,6 +271,16 @@ def error_class(errorcode):
     return ERR_UNKNOWN if cls == code else cls
 
 
+def predefined_free(error_class, name):
+    """The error for a program's ``Free`` of the predefined handle
+    ``name`` (``MPI.ERRORS_RETURN.Free()``): MPI calls it erroneous, and
+    Open MPI 5.0 frees memory it never allocated (the process aborts,
+    "free(): invalid pointer"), so the simulator refuses it at the call."""
+    return Exception(error_class, 'Free of the predefined {} (under '
+                     'mpiexec the process aborts: free(): invalid '
+                     'pointer)'.format(name))
+
+
 def error_string(errorcode):
     """MPI's text for ``errorcode``."""
     code = _valid(errorcode, 'Get_error_string')

@@ -10,6 +10,7 @@ from simulator.engine.actors import current
 from simulator.mpi.constants import (ERR_GROUP, ERR_RANK, IDENT,
                                      PROC_NULL, SIMILAR, UNDEFINED, UNEQUAL)
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.constants import predefined_free
 from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.naming import reduce_constant, unserializable
 
@@ -180,7 +181,7 @@ class Group(HandleMixin):
         """Release the handle (it becomes GROUP_NULL)."""
         self._m  # noqa: B018 -- raises on GROUP_NULL
         if self is GROUP_EMPTY:
-            return
+            raise predefined_free(ERR_GROUP, 'GROUP_EMPTY')
         self._members = None
 
     def free(self):

@@ -443,3 +443,32 @@ def test_pack_unpack_and_pack_size_need_a_communicator(mpi_comm, MPI):
         with pytest.raises(TypeError):
             call()
     assert MPI.INT.Pack_size(1, mpi_comm) == 4
+
+
+@pytest.mark.mpi(sizes=SIZES)
+def test_lowercase_free_skips_predefined_handles(mpi_comm, MPI):
+    for handle in (MPI.INFO_ENV, MPI.ERRORS_RETURN, MPI.GROUP_EMPTY):
+        handle.free()           # mpi4py's: not null, not predefined
+    assert MPI.INFO_ENV and MPI.ERRORS_RETURN
+    handler = mpi_comm.Get_errhandler()     # a reference of one's own
+    handler.Free()
+    assert handler == MPI.ERRHANDLER_NULL
+
+
+@pytest.mark.simulator_only(
+    'Open MPI 5.0.11 frees memory it never allocated and the process '
+    'aborts (free(): invalid pointer): nothing to compare with')
+def test_freeing_a_predefined_handle_is_reported():
+    import simulator
+    MPI = simulator.mpi
+
+    def body(comm):
+        for handle, expected in ((MPI.ERRORS_RETURN, MPI.ERR_ARG),
+                                 (MPI.INFO_ENV, MPI.ERR_INFO),
+                                 (MPI.GROUP_EMPTY, MPI.ERR_GROUP)):
+            with pytest.raises(MPI.Exception) as info:
+                handle.Free()
+            assert info.value.Get_error_class() == expected
+            assert 'predefined' in info.value.__notes__[0]
+        assert MPI.ERRORS_RETURN and MPI.INFO_ENV    # still usable
+    simulator.run(body, 2)
