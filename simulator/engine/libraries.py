@@ -105,6 +105,15 @@ def is_library_file(filename):
     return filename.startswith(library_dirs())
 
 
+# The simulator's own files (its package folder, with a separator).
+SIMULATOR_DIR = os.path.join(_SIMULATOR, '')
+
+
+def is_simulator_file(filename):
+    """True for a file of the simulator itself."""
+    return filename.startswith(SIMULATOR_DIR)
+
+
 def caller_is_user():
     """True when the function that calls this was itself called from the
     user's code (not from a library): for patches that act only on the

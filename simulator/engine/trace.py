@@ -11,7 +11,8 @@ import os
 import sys
 import traceback
 
-from simulator.engine.libraries import is_library_file
+from simulator.engine.libraries import (SIMULATOR_DIR, is_library_file,
+                                        is_simulator_file)
 
 __all__ = ['capture', 'resolve', 'CallRecord', 'user_frame', 'user_site',
            'as_processes_traceback']
@@ -145,9 +146,7 @@ def _peer_text(peer):
     return str(peer)
 
 
-_SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))) + os.sep
-_PLUMBING = tuple(os.path.join(_SIMULATOR_DIR, d, '')
+_PLUMBING = tuple(os.path.join(SIMULATOR_DIR, d, '')
                   for d in ('engine', 'tools'))
 
 
@@ -162,7 +161,7 @@ def as_processes_traceback(tb):
     kept, chunk = [], []
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if filename.startswith(_SIMULATOR_DIR):
+        if is_simulator_file(filename):
             chunk.append(tb)
         else:
             _close_chunk(kept, chunk)

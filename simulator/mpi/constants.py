@@ -1,9 +1,9 @@
 """mpi4py's special values, error classes and ``MPI.Exception``."""
 import operator as _operator
-import os
 import sys
 
 from simulator.engine.actors import current
+from simulator.engine.libraries import is_simulator_file
 
 from simulator.engine.p2p import ANY_SOURCE, ANY_TAG, PROC_NULL
 from simulator.mpi.bufexport import export_nothing
@@ -58,8 +58,6 @@ ERR_KEYVAL = 36
 ERR_UNSUPPORTED_OPERATION = 52
 ERR_WIN = 53
 ERR_SESSION = 78
-_SIMULATOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))) + os.sep
 # Open MPI 5 numbers MPI_ERR_ERRHANDLER as its last code.
 ERR_ERRHANDLER = ERR_LASTCODE = 92
 
@@ -152,8 +150,8 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
     __slots__ = ('_ierr',)
 
     def __init__(self, ierr=SUCCESS, detail=None):
-        if detail is not None and not sys._getframe(1).f_code.co_filename \
-                .startswith(_SIMULATOR_DIR):
+        if detail is not None and not is_simulator_file(
+                sys._getframe(1).f_code.co_filename):
             # mpi4py's signature has the code alone; the simulator's own
             # errors add what it knows.
             raise TypeError('__init__() takes at most 2 positional '

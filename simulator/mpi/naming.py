@@ -157,8 +157,7 @@ def _name_in_messages(cls):
     Intracomm' object has no attribute 'x'``): those print a type's C
     name, which for a compiled class is qualified, and for a Python class
     is its ``__name__`` (which stays ``'Win'``, as mpi4py's)."""
-    field = ctypes.c_char_p.from_address(id(cls) + _TP_NAME_OFFSET)
-    if field.value != cls.__name__.encode():
+    if _c_name(cls) != cls.__name__:
         return      # not the layout this relies on: leave the name be
     name = ctypes.create_string_buffer(
         '{}.{}'.format(MODULE, cls.__name__).encode())
@@ -167,15 +166,18 @@ def _name_in_messages(cls):
         ctypes.addressof(name)
 
 
+def _c_name(cls):
+    """The name Python's messages give ``cls``: its C ``tp_name``."""
+    return ctypes.c_char_p.from_address(
+        id(cls) + _TP_NAME_OFFSET).value.decode()
+
+
 def no_attribute(obj, name):
-    """The AttributeError Python raises for ``obj.name``, in its words and
-    with the C name of ``obj``'s class (see :func:`_name_in_messages`),
+    """The AttributeError Python raises for ``obj.name``, in its words
+    (with the C name of ``obj``'s class, see :func:`_name_in_messages`),
     for a class whose ``__getattr__`` refuses ``name``."""
-    cls = type(obj)
-    shown = '{}.{}'.format(MODULE, cls.__name__) if cls in _PUBLISHED \
-        else cls.__name__
     return AttributeError('{!r} object has no attribute {!r}'.format(
-        shown, name))
+        _c_name(type(obj)), name))
 
 
 def unserializable(obj, why):
