@@ -418,26 +418,55 @@ class VirtualTime:
         record.time = self.clocks[record.rank].now
 
     def send(self, record, dest, nbytes, sync):
-        """``record``'s rank sends ``nbytes`` to world rank ``dest``: an
-        eager send costs the sender the injection (size / bandwidth), a
-        synchronous one lasts until the data arrives."""
+        """``record``'s rank posts a send of ``nbytes`` to world rank
+        ``dest``: an eager send costs the sender the injection (size /
+        bandwidth) at once; a synchronous (rendezvous) one is charged when
+        it completes (:meth:`rendezvous_sent`)."""
         self.stamp(record)
-        link = self._link(record.rank, dest)
-        cost = link.time(nbytes) if sync else nbytes / link.bandwidth
-        clock = self.clocks[record.rank]
-        clock.now += cost
-        clock.comm += cost
+        if not sync:
+            cost = nbytes / self._link(record.rank, dest).bandwidth
+            clock = self.clocks[record.rank]
+            clock.now += cost
+            clock.comm += cost
         if self.events is not None:
             self.note(peer=dest, tag=record.tag, bytes=nbytes,
                       comm=record.comm, flow_out=id(record))
 
-    def receive(self, rank, send_record, nbytes):
+    def _rendezvous_arrival(self, send_record, rank, nbytes, recv_record):
+        """(arrival, transfer) of a rendezvous message: its data moves
+        once both its send and the matching receive are posted (a
+        receive posted by a probe, or unknown, counts from the send)."""
+        start = send_record.time
+        if recv_record is not None and recv_record.time is not None:
+            start = max(start, recv_record.time)
+        transfer = self._link(send_record.rank, rank).time(nbytes)
+        return start + transfer, transfer
+
+    def rendezvous_sent(self, send):
+        """The sender of the rendezvous Send activity ``send`` completes
+        it: it lasts until its data has arrived, which waits for the
+        receive to be posted."""
+        record = send.record
+        if record.time is None:
+            return
+        arrival, transfer = self._rendezvous_arrival(
+            record, send.dest, send.nbytes, send.partner)
+        self.clocks[record.rank].advance_to(arrival, transfer)
+
+    def receive(self, rank, send_record, nbytes, recv_record=None):
         """``rank`` completes a receive of the message ``send_record``
-        sent: it cannot end before the message arrives."""
+        sent: it cannot end before the message arrives. ``recv_record``
+        (the receive's own CallRecord) is given for a rendezvous message,
+        whose data waits for the receive to be posted."""
         if send_record is None or send_record.time is None:
             return
-        transfer = self._link(send_record.rank, rank).time(nbytes)
-        self.clocks[rank].advance_to(send_record.time + transfer, transfer)
+        if recv_record is None:
+            transfer = self._link(send_record.rank, rank).time(nbytes)
+            arrival = send_record.time + transfer
+        else:
+            arrival, transfer = self._rendezvous_arrival(
+                send_record, rank, nbytes, recv_record)
+        self.clocks[rank].advance_to(arrival, transfer)
         if self.events is not None:
             self.note(peer=send_record.rank, tag=send_record.tag,
                       bytes=nbytes, comm=send_record.comm,

@@ -58,14 +58,23 @@ class Message:
 
 
 class Send(Activity):
-    """Ready at once in eager mode, when received in rendezvous mode."""
+    """Ready at once in eager mode, when received in rendezvous mode.
 
-    __slots__ = ('matched', 'dest')
+    ``nbytes`` is the message's size; ``partner`` the CallRecord of the
+    receive that matched a rendezvous send (its virtual post time is
+    when the data can start to move).
+    """
 
-    def __init__(self, world, rank, record, dest):
+    __slots__ = ('matched', 'dest', 'nbytes', 'rendezvous', 'partner')
+
+    def __init__(self, world, rank, record, dest, nbytes=0,
+                 rendezvous=False):
         super().__init__(world, rank, record)
         self.matched = False
         self.dest = dest
+        self.nbytes = nbytes
+        self.rendezvous = rendezvous
+        self.partner = None
 
     def ready(self):
         return self.matched
@@ -126,7 +135,8 @@ def post_send(world, ctx, dest, msg, rendezvous):
     world.version += 1
     if world.schedule is not None:
         world.schedule.sent(dest, ctx, msg)
-    send = Send(world, msg.record.rank, msg.record, dest)
+    send = Send(world, msg.record.rank, msg.record, dest, msg.nbytes,
+                rendezvous)
     if rendezvous:
         msg.send = send
     else:
@@ -193,6 +203,7 @@ def _deliver(world, recv, msg, wake_receiver=True):
     send = msg.send
     if send is not None:
         send.matched = True
+        send.partner = recv.record
         world.wake(send.rank)
     if wake_receiver:
         world.wake(recv.rank)

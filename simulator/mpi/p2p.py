@@ -50,7 +50,7 @@ def checked_send(request, b, sent):
     """``request`` (a send of buffer ``b``, whose data ``sent`` went out)
     as a :class:`SendRequest` that checks the caller's memory when it
     completes; as it is where ``b`` is a packed copy, not that memory."""
-    if type(request) is not Request or b.scatter is not None:
+    if type(request) is not SendRequest or b.scatter is not None:
         return request
     return SendRequest(request._activity, b.data[:b.count], sent)
 
@@ -128,10 +128,12 @@ def guard_receive(request, b):
 
 
 class SendRequest(Request):
-    """A non-blocking buffer send: when it completes, the caller's buffer
-    must still hold what was sent (MPI forbids writing it before; the
-    simulator copies at the call, so a write would go unseen here and
-    be sent or not under a real MPI, by message size and timing)."""
+    """A non-blocking send. With ``memory`` (a buffer send's) the caller's
+    buffer must still hold what was ``sent`` when it completes (MPI
+    forbids writing it before; the simulator copies at the call, so a
+    write would go unseen here and be sent or not under a real MPI, by
+    message size and timing). A rendezvous send's virtual time is
+    charged when it completes."""
 
     __module__ = 'simulator.mpi'
 
@@ -152,6 +154,9 @@ class SendRequest(Request):
                 '(a real MPI may send the old contents or the new, by '
                 'message size and timing); wait for the request first'
                 .format(record.rank, record.describe()))
+        send = self._activity
+        if send.rendezvous and send.world.clock is not None:
+            send.world.clock.rendezvous_sent(send)
         return super()._finish(status)
 
 
@@ -189,7 +194,10 @@ class RecvRequest(Request):
             return None
         msg = recv.message
         if recv.world.clock is not None:
-            recv.world.clock.receive(recv.rank, msg.record, msg.nbytes)
+            recv.world.clock.receive(
+                recv.rank, msg.record, msg.nbytes,
+                recv.record if msg.send is not None and msg.send.rendezvous
+                else None)
         if status is not None:
             status._fill(msg.source, msg.tag, msg.nbytes)
         if msg.kind == BUFFER and self._kind == OBJECT and \
@@ -429,8 +437,11 @@ class PointToPoint:
                 # One lock round trip for a blocking send (an eager one
                 # is complete already).
                 world.block(send.ready, record, send.hopeless)
-                return None
-            return Request(send)
+        if block:
+            if rendezvous and world.clock is not None:
+                world.clock.rendezvous_sent(send)
+            return None
+        return SendRequest(send, None, None)
 
     def _irecv(self, op, kind, buf, source, tag, block=False):
         s = self._s
@@ -441,6 +452,8 @@ class PointToPoint:
         record = CallRecord(op, s.world_rank, source, tag, s.name,
                             raw=capture(3))
         world = s.world
+        if world.clock is not None:
+            world.clock.stamp(record)
         recv = p2p.Recv(world, s.world_rank, record, source, tag, s.peers,
                         s.name)
         request = RecvRequest(recv, kind, buf)

@@ -1,5 +1,6 @@
 """simulator.engine.clock: virtual time in ranks, worked by hand."""
 import os
+import pickle
 import threading
 import time
 
@@ -64,6 +65,47 @@ def test_a_pipeline_of_sends(estimate, send_mode):
         assert wtime - base == pytest.approx(c[rank].now, abs=1e-6)
         assert perf - base == pytest.approx(c[rank].now, abs=1e-6)
     assert not hasattr(time.perf_counter, 'simulator_virtual')
+
+
+@pytest.mark.parametrize('send_mode', ['eager', 'openmpi'])
+@pytest.mark.parametrize('call', ['Send', 'Isend', 'send', 'Ssend'])
+def test_a_rendezvous_send_waits_for_its_receive(send_mode, call):
+    # Rank 1 works 20 ms before it posts its receive. A message above the
+    # eager limit (the default send mode's) or a synchronous send moves
+    # only then: both ranks end at 20 ms + one hop, the sender having
+    # waited 20 ms. An eager message arrived during the work (9 ms): the
+    # sender paid the injection, the receiver nothing.
+    obj = bytes(NBYTES - 40)
+    nbytes = len(pickle.dumps(obj)) if call == 'send' else NBYTES
+    hop = LATENCY + nbytes / BANDWIDTH
+
+    def body(comm):
+        buf = np.zeros(NBYTES, np.uint8)
+        if comm.Get_rank() == 0:
+            if call == 'Isend':
+                comm.Isend(buf, 1).Wait()
+            elif call == 'send':
+                comm.send(obj, 1)
+            else:
+                getattr(comm, call)(buf, 1)
+        else:
+            time.sleep(0.02)
+            if call == 'send':
+                comm.recv(source=0)
+            else:
+                comm.Recv(buf, 0)
+    clock = _clock()
+    simulator.run(body, 2, clock=clock, send_mode=send_mode)
+    c = clock.clocks
+    if send_mode == 'openmpi' or call == 'Ssend':
+        for rank in (0, 1):
+            assert c[rank].now == pytest.approx(0.02 + hop, abs=1e-5)
+            assert c[rank].comm == pytest.approx(hop, abs=1e-5)
+        assert c[0].wait == pytest.approx(0.02, abs=1e-5)
+    else:
+        assert c[0].now == pytest.approx(nbytes / BANDWIDTH, abs=1e-5)
+        assert c[1].now == pytest.approx(0.02, abs=1e-5)
+        assert c[1].comm == c[1].wait == 0
 
 
 @pytest.mark.parametrize('estimate', ESTIMATES)
