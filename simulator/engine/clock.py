@@ -25,7 +25,9 @@ described machine (:class:`~simulator.engine.netmodel.Machine`):
   cores' caches: real MPI processes share nothing of that), and which
   way the scheduler placed the threads varied from run to run;
 - a receive completes no earlier than its message arrives (sent at the
-  sender's clock, plus the link's latency and size / bandwidth); a
+  sender's clock, plus the link's latency and size / bandwidth; a
+  rendezvous message, above the eager limit or synchronous, leaves only
+  once its receive is posted too, and its sender waits for that); a
   collective starts when its last rank arrives and lasts what its
   algorithm costs; time spent waiting for a later peer counts as waiting,
   the transfer itself as communication.
