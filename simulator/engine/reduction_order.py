@@ -424,9 +424,9 @@ def _into(tree, blocks, op, out, level=1):
         return
     left, right = tree
     if not isinstance(left, tuple) and not isinstance(right, tuple):
-        op.combine_into(out, blocks[left], blocks[right])
+        op._combine_into(out, blocks[left], blocks[right])
         return
-    if op.commute and not isinstance(left, tuple):
+    if op._commute and not isinstance(left, tuple):
         # Predefined operations commute bit for bit: evaluating the
         # subtree first saves a scratch array per level of a chain.
         left, right = right, left
@@ -436,7 +436,7 @@ def _into(tree, blocks, op, out, level=1):
         _into(right, blocks, op, operand, level + 1)
     else:
         operand = blocks[right]
-    op.reduce_into(out, operand)
+    op._reduce_into(out, operand)
 
 
 def _operand(tree, blocks, op, like, level):
@@ -477,7 +477,7 @@ def reduce_plan_into(plan, op, args, out, lo, hi):
             # An in-place buffer: both operands of the root are read (or
             # evaluated into scratch) before the root's combination
             # writes the target, elementwise, so no copy is needed.
-            op.combine_into(target,
+            op._combine_into(target,
                             _operand(tree[0], blocks, op, target, 0),
                             _operand(tree[1], blocks, op, target, 1))
         else:
@@ -550,7 +550,7 @@ class Reduction:
             for out in outs[1:]:
                 out[lo:hi] = first
             return
-        combine = self.op.combine_into
+        combine = self.op._combine_into
         sources = self.args + outs
         for start, stop, steps, copies in program:
             a, b = max(lo, start), min(hi, stop)
@@ -626,7 +626,7 @@ def expected(collective, inputs, op, root=0, counts=None, in_place=False):
     size = len(inputs)
     first = np.asarray(inputs[0])
     n, itemsize = first.size, first.dtype.itemsize
-    commute = getattr(op, 'commute', True)
+    commute = getattr(op, '_commute', True)
     if collective == 'Allreduce':
         plan = allreduce_plan(size, n, itemsize, commute)
     elif collective == 'Iallreduce':

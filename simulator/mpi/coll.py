@@ -208,8 +208,8 @@ def _check_op(op, dtype=None, where=None, datatype=None):
         raise MPIException(ERR_OP, '{}: OP_NULL is not a '
                            'reduction'.format(where or 'reduction'))
     if dtype is not None:
-        op.check_kind(dtype, where)
-    op.check_datatype(datatype, where)
+        op._check_kind(dtype, where)
+    op._check_datatype(datatype, where)
     return op
 
 
@@ -219,7 +219,7 @@ def _op_name(op):
     mpi4py calls as it is, when it has two objects (every rank's lambda
     of one line has one name)."""
     if isinstance(op, Op):
-        return op.name
+        return op._name
     return getattr(op, '__qualname__', None) or type(op).__name__
 
 
@@ -254,7 +254,7 @@ class _CollectiveRequest(Request):
         if not self._left:
             self._part()
         if self._stay:
-            coll.wait_departed(self._state_, self._slot, self.record)
+            coll.wait_departed(self._state_, self._slot, self._record)
         return self._done_now()
 
     def _done_now(self):
@@ -267,7 +267,7 @@ class _CollectiveRequest(Request):
                 'completed: MPI forbids changing the buffers of a pending '
                 'non-blocking collective (a real MPI may have sent the old '
                 'contents or the new, by timing); wait for the request '
-                'first'.format(self.record.rank, self.record.describe()))
+                'first'.format(self._record.rank, self._record.describe()))
         posted, self._posted = self._posted, None
         if posted is not None and posted.touched:
             raise BufferModifiedError(
@@ -277,7 +277,7 @@ class _CollectiveRequest(Request):
                 'have written its data there, which the write clobbers, or '
                 'write it later, by timing); wait for the request first '
                 '(the buffer now holds the collective\'s data)'.format(
-                    self.record.rank, self.record.describe()))
+                    self._record.rank, self._record.describe()))
         return None
 
     def _part(self):
@@ -302,13 +302,13 @@ class _CollectiveRequest(Request):
         world = self._state_.world
         slot, schedule = self._slot, world.schedule
         with world.lock:
-            world.raise_if_broken(self.record.rank)
+            world.raise_if_broken(self._record.rank)
             if schedule is not None:    # answered at the next fence
-                if not schedule.poll(world, self.record.rank, self.record,
+                if not schedule.poll(world, self._record.rank, self._record,
                                      lambda: slot.ready):
                     return False
             elif not slot.ready:
-                world.note_poll(self.record)
+                world.note_poll(self._record)
                 return False
         if not self._left:
             self._part()
@@ -316,11 +316,11 @@ class _CollectiveRequest(Request):
             with world.lock:
                 if schedule is not None:
                     if not schedule.poll(
-                            world, self.record.rank, self.record,
+                            world, self._record.rank, self._record,
                             lambda: slot.departed == slot.size):
                         return False
                 elif slot.departed != slot.size:
-                    world.note_poll(self.record)
+                    world.note_poll(self._record)
                     return False
         return True
 
@@ -561,7 +561,7 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
     # In place, the very same view: the reduction then knows without
     # asking NumPy that this rank's output is its input.
     out = source if send.in_place else recv.head(source.size)
-    sig = (('op', op.name), ('count', source.size),
+    sig = (('op', op._name), ('count', source.size),
            ('dtype', _dtype_name(source.dtype)))
     size = len(s.group)
 
@@ -573,10 +573,10 @@ def _allreduce_parts(self, op_name, sendbuf, recvbuf, op):
         # works out the plan.
         if op_name == 'Iallreduce':
             plan = order.iallreduce_plan(size, source.size, source.itemsize,
-                                         send.in_place, op.commute)
+                                         send.in_place, op._commute)
         else:
             plan = order.allreduce_plan(size, source.size, source.itemsize,
-                                        op.commute)
+                                        op._commute)
         return order.Reduction(plan, op, [a[0] for a in args],
                                [a[1] for a in args])
     shared = source.nbytes >= _SHARED_REDUCTION_BYTES and size > 1
@@ -681,13 +681,13 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
     dest = recv.data[:hi - lo]
 
     if op_name.startswith('I'):
-        plan = order.ireduce_scatter_plan(size, sum(counts), op.commute)
+        plan = order.ireduce_scatter_plan(size, sum(counts), op._commute)
     elif uniform:
         plan = order.reduce_scatter_block_plan(size, counts[0],
-                                               source.itemsize, op.commute)
+                                               source.itemsize, op._commute)
     else:
         plan = order.reduce_scatter_plan(size, counts, source.itemsize,
-                                         op.commute)
+                                         op._commute)
 
     def finish(st, slot):
         args = slot.args
@@ -696,7 +696,7 @@ def _reduce_scatter(self, op_name, sendbuf, recvbuf, counts, op):
         order.reduce_plan_into(plan, op, args, tmp, lo, hi)
         return tmp
 
-    sig = (('op', op.name), ('counts', tuple(counts)),
+    sig = (('op', op._name), ('counts', tuple(counts)),
            ('dtype', _dtype_name(source.dtype)))
     def after(tmp):
         # Written only after everyone left: with IN_PLACE our buffer was
@@ -740,10 +740,10 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
         _check_blocks(name, s.name, sources)
         plan = (order.ireduce_plan if name == 'Ireduce' else
                 order.reduce_plan)(len(args), source.size, source.itemsize,
-                                   root, op.commute)
+                                   root, op._commute)
         return order.Reduction(plan, op, sources, [args[root][1]])
 
-    sig = (('op', op.name), ('root', root), ('count', source.size),
+    sig = (('op', op._name), ('root', root), ('count', source.size),
            ('dtype', _dtype_name(source.dtype)))
     if name == 'Ireduce':
         return _start_reduction(self, name, sig, source, out, reduction,

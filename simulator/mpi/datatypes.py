@@ -113,12 +113,12 @@ class Datatype(Attributes, HandleMixin):
         return None if self._h is None else self._h.dtype
 
     @property
-    def layout(self):
+    def _layout(self):
         """The typemap the simulator moves data by (simulator only)."""
         return self._t('layout').layout
 
     @property
-    def is_dense(self):
+    def _is_dense(self):
         """True when elements are consecutive runs of the base type (no
         holes, no reordering): data then moves as one slice."""
         h = self._h
@@ -294,7 +294,7 @@ class Datatype(Attributes, HandleMixin):
     is_named = property(lambda self: self.combiner == NAMED,
                         doc='Whether it is a predefined, named datatype.')
 
-    def check_committed(self, where):
+    def _check_committed(self, where):
         """MPI_ERR_TYPE, naming ``where``, unless the datatype may be
         used to communicate: committed (or predefined), as MPI requires."""
         h = self._t(where)

@@ -117,7 +117,7 @@ class _View:
         self.disp = disp
         self.etype, self.filetype, self.datarep = etype, filetype, datarep
         self.esize = etype.Get_size()
-        layout = filetype.layout
+        layout = filetype._layout
         self.size, self.extent = layout.size, layout.extent
         index = layout.element_index()
         cut = np.flatnonzero(np.diff(index) != 1) + 1

@@ -287,7 +287,7 @@ def _reduce_into(op_name, name, blocks, op, out):
                 op_name, name, out.size, out.dtype, blocks[0].size,
                 blocks[0].dtype))
     plan = order.reduce_plan(len(blocks), out.size, out.itemsize, 0,
-                             op.commute)
+                             op._commute)
     tmp = np.empty(out.size, dtype=out.dtype)
     order.reduce_plan_into(plan, op, blocks, tmp, 0, out.size)
     out[...] = tmp

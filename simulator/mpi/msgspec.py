@@ -369,14 +369,14 @@ def _extent_for(datatype, why):
 def _derived(raw, datatype, count, displ, where, packed):
     """A Buffer over ``count`` elements of ``datatype`` from element
     ``displ`` of the memory ``raw`` (None: as many as fit)."""
-    lay = datatype.layout
+    lay = datatype._layout
     offset = displ * lay.extent
     if count is None:
         extent = _extent_for(datatype, 'infer count')
         count = (raw.size - offset) // extent
     dtype = datatype._dtype
     predefined = datatype.is_predefined
-    if predefined or datatype.is_dense:
+    if predefined or datatype._is_dense:
         # Predefined types move whole (padded) elements, like the NumPy
         # dtype they stand for; dense derived ones a run of base elements.
         step = lay.extent if predefined else lay.size
@@ -438,7 +438,7 @@ def parse(spec, where='buffer', vector=False, writable=False,
         datatype = _datatype_of_format(fmt) if dt is None else \
             _datatype_of(dt)
     if datatype and not datatype.is_predefined:
-        datatype.check_committed(where)
+        datatype._check_committed(where)
         # A handle of our own: the caller may Free its datatype while the
         # operation is pending, as MPI allows.
         datatype = Datatype(datatype)
@@ -505,10 +505,10 @@ def _vector(raw, obj, counts, displs, datatype, where, packed):
                          'not a multiple of datatype extent {}'.format(
                              raw.size, extent))
     count = raw.size // extent
-    if not datatype.is_dense:
+    if not datatype._is_dense:
         # every element whose bytes lie in the buffer, packed in order:
         # element k's data then starts at k * per in the packed copy
-        lay = datatype.layout
+        lay = datatype._layout
         if lay.true_lb < 0:
             raise ValueError('{}: the datatype reaches {} bytes before the '
                              'buffer'.format(where, -lay.true_lb))
@@ -668,7 +668,7 @@ class WBuffer:
                                 .format(describe(t)))
         # read now: the caller may Free the datatypes while a
         # non-blocking Ialltoallw is pending
-        self.layouts = [t.layout for t in self.types]
+        self.layouts = [t._layout for t in self.types]
 
     def part(self, i):
         """Block ``i`` as a Buffer (``flush`` writes a received block)."""

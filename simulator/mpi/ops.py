@@ -48,13 +48,13 @@ class Op(HandleMixin):
 
     def _set(self, name, ufunc=None, pyfunc=None, commute=True,
              user=False, pairs=None):
-        self.name = name
-        self.ufunc = ufunc
-        self.pyfunc = pyfunc
-        self.commute = commute
-        self.user = user
+        self._name = name
+        self._ufunc = ufunc
+        self._pyfunc = pyfunc
+        self._commute = commute
+        self._user = user
         # MAXLOC / MINLOC: which of two (value, index) pairs wins
-        self.pairs = pairs
+        self._pairs = pairs
         return self
 
     @classmethod
@@ -66,7 +66,7 @@ class Op(HandleMixin):
     def _handle_target(self):
         if not self:
             return None
-        return _BY_NAME.get(self.name) if not self.user else self._id
+        return _BY_NAME.get(self._name) if not self._user else self._id
 
     @classmethod
     def _from_target(cls, target):
@@ -82,31 +82,31 @@ class Op(HandleMixin):
         return op
 
     def __call__(self, x, y):
-        if self.pyfunc is None or getattr(self, '_foreign', False):
+        if self._pyfunc is None or getattr(self, '_foreign', False):
             # (mpi4py words OP_NULL's refusal so too.)
             raise ValueError('cannot call {}'.format(
-                'a user-defined operation' if self.user or not self
-                else self.name))
-        if self.user:
+                'a user-defined operation' if self._user or not self
+                else self._name))
+        if self._user:
             # mpi4py calls a user function with a third argument (the
             # datatype, None for objects), so a two-argument function
             # raises TypeError there, in object reductions too.
-            result = self.pyfunc(x, y, None)
+            result = self._pyfunc(x, y, None)
             return y if result is None else result
-        return self.pyfunc(x, y)
+        return self._pyfunc(x, y)
 
     def __bool__(self):
-        return self.name != 'MPI_OP_NULL'
+        return self._name != 'MPI_OP_NULL'
 
     def __eq__(self, other):
         if not isinstance(other, Op):
             return NotImplemented
-        if self.user or other.user:
-            return self.user and other.user and \
-                self.pyfunc is other.pyfunc and \
-                self.commute == other.commute and \
+        if self._user or other._user:
+            return self._user and other._user and \
+                self._pyfunc is other._pyfunc and \
+                self._commute == other._commute and \
                 self._id == other._id
-        return self.name == other.name
+        return self._name == other._name
 
     def __ne__(self, other):
         result = self.__eq__(other)
@@ -118,33 +118,33 @@ class Op(HandleMixin):
         if getattr(self, '_foreign', False):
             raise ValueError('cannot serialize a user-defined operation '
                              'made from a handle')
-        if not self.user:
-            predefined = _BY_NAME.get(self.name)
+        if not self._user:
+            predefined = _BY_NAME.get(self._name)
             if predefined is self:
                 return reduce_constant(self, self._attr)
             return self._reduce_copy(predefined)
-        return (_user_op, (self.pyfunc, self.commute))
+        return (_user_op, (self._pyfunc, self._commute))
 
     def Is_commutative(self):
         """True for the predefined operations; OP_NULL (a freed
         operation too) is ERR_OP."""
         if not self:
             raise MPIException(ERR_OP, 'Is_commutative of {}'.format(
-                self.name))
-        return self.commute
+                self._name))
+        return self._commute
 
     is_commutative = property(Is_commutative)
 
     @property
     def is_predefined(self):
         """True for MPI's own operations (and OP_NULL)."""
-        return not self.user
+        return not self._user
 
     def Free(self):
         """Free a user operation (the handle becomes OP_NULL);
         predefined operations cannot be freed."""
-        if not self.user:
-            raise MPIException(ERR_OP, 'cannot free {}'.format(self.name))
+        if not self._user:
+            raise MPIException(ERR_OP, 'cannot free {}'.format(self._name))
         _user_ops().discard(self._id)
         self.__dict__.clear()
         self._set('MPI_OP_NULL')
@@ -154,7 +154,7 @@ class Op(HandleMixin):
         only cleared, and the module's constants stay (mpi4py's)."""
         if not self or any(op is self for op in OP_NAMES.values()):
             return
-        if self.user:
+        if self._user:
             self.Free()
         else:
             self.__dict__.clear()
@@ -195,67 +195,67 @@ class Op(HandleMixin):
                              'count {}'.format(source.count, target.count))
         # An op the buffer's kind lacks (MAXLOC on doubles) is ERR_OP,
         # as in Open MPI (and the collectives).
-        self.check_kind(target.dtype, 'Reduce_local')
-        self.check_datatype(target.datatype, 'Reduce_local')
+        self._check_kind(target.dtype, 'Reduce_local')
+        self._check_datatype(target.datatype, 'Reduce_local')
         out = target.head()
-        self.combine_into(out, source.head(), out, target.datatype)
+        self._combine_into(out, source.head(), out, target.datatype)
 
-    def check_kind(self, dtype, where):
+    def _check_kind(self, dtype, where):
         """MPI_ERR_OP for a predefined operation MPI does not define on
         ``dtype``'s kind of elements (user operations take any)."""
-        kinds = OP_KINDS.get(self.name)
+        kinds = OP_KINDS.get(self._name)
         if kinds is not None and np.dtype(dtype).kind not in kinds:
             raise MPIException(ERR_OP, '{}: {} is not defined for {} '
-                               'buffers'.format(where, self.name, dtype))
+                               'buffers'.format(where, self._name, dtype))
 
-    def check_datatype(self, datatype, where):
+    def _check_datatype(self, datatype, where):
         """MPI_ERR_OP for a predefined operation on a derived datatype:
         Open MPI defines them on predefined datatypes only (a contiguous
         run of doubles too); user operations take any."""
-        if datatype and not self.user and not datatype.is_predefined:
+        if datatype and not self._user and not datatype.is_predefined:
             raise MPIException(ERR_OP, '{}: {} on a derived datatype'.format(
-                where, self.name))
+                where, self._name))
 
-    def combine_into(self, out, left, right, datatype=None):
+    def _combine_into(self, out, left, right, datatype=None):
         """Compute ``out = left op right`` elementwise; ``out`` may be
         ``left`` or ``right`` itself (every element is read before it is
         written). ``datatype`` is what a user function is told (if
         known)."""
-        if self.pairs is not None:
-            _pair_combine(self.pairs, out, left, right)
-        elif self.ufunc is np.multiply and out.dtype.kind == 'c':
+        if self._pairs is not None:
+            _pair_combine(self._pairs, out, left, right)
+        elif self._ufunc is np.multiply and out.dtype.kind == 'c':
             _complex_product(out, left, right)
-        elif self.ufunc is not None and (out.dtype == np.bool_ or
-                                         self.ufunc not in _LOGICAL):
-            self.ufunc(left, right, out=out)
+        elif self._ufunc is not None and (out.dtype == np.bool_ or
+                                         self._ufunc not in _LOGICAL):
+            self._ufunc(left, right, out=out)
         else:
             if np.may_share_memory(out, right):
                 # Copying ``left`` into ``out`` would overwrite it.
                 right = right.copy()
             out[...] = left
-            self.reduce_into(out, right, datatype)
+            self._reduce_into(out, right, datatype)
 
-    def reduce_into(self, out, operand, datatype=None):
+    def _reduce_into(self, out, operand, datatype=None):
         """Compute ``out = out op operand`` elementwise, in place."""
-        if self.pairs is not None:
-            _pair_combine(self.pairs, out, out, operand)
-        elif self.ufunc is np.multiply and out.dtype.kind == 'c':
+        if self._pairs is not None:
+            _pair_combine(self._pairs, out, out, operand)
+        elif self._ufunc is np.multiply and out.dtype.kind == 'c':
             _complex_product(out, out, operand)
-        elif self.ufunc is not None:
-            if self.ufunc in _LOGICAL and out.dtype != np.bool_:
-                out[...] = self.ufunc(out, operand)
+        elif self._ufunc is not None:
+            if self._ufunc in _LOGICAL and out.dtype != np.bool_:
+                out[...] = self._ufunc(out, operand)
             else:
-                self.ufunc(out, operand, out=out)
+                self._ufunc(out, operand, out=out)
         else:
             # mpi4py user ops on buffers: fn(invec, inoutvec, datatype)
             # computes inoutvec = invec op inoutvec.
             tmp = np.array(operand)
-            self.pyfunc(out.copy(), tmp, datatype)
+            self._pyfunc(out.copy(), tmp, datatype)
             out[...] = tmp
 
     def _describe(self):
         # the simulator's messages (naming.describe); the repr is mpi4py's
-        return '<Op {}>'.format(self.name)
+        return '<Op {}>'.format(self._name)
 
 
 def _complex_product(out, left, right):
@@ -344,4 +344,4 @@ OP_NAMES = {
 _BY_NAME = {}
 for _attr, _op in OP_NAMES.items():
     _op._attr = _attr
-    _BY_NAME[_op.name] = _op
+    _BY_NAME[_op._name] = _op

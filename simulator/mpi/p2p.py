@@ -100,7 +100,7 @@ def check_overlap(world, rank, memory, record, verb):
                 'pending (what ends up there, or what is sent, depends on '
                 'timing); use separate buffers or wait for the receive '
                 'first'.format(rank, record.describe(), verb,
-                               request.record.describe()))
+                               request._record.describe()))
 
 
 def watch_receive(world, rank, request, b):
@@ -109,7 +109,7 @@ def watch_receive(world, rank, request, b):
     memory = _user_memory(b)
     if memory is None:
         return request
-    check_overlap(world, rank, memory, request.record, 'receives into')
+    check_overlap(world, rank, memory, request._record, 'receives into')
     world.pending_receives.setdefault(rank, {}).setdefault(
         _owner(memory), []).append((request, memory))
     return guard_receive(request, b)

@@ -62,7 +62,7 @@ def _warn_open(world, rank):
             # (a receive nothing matched: reported as left posted when
             # the run ends, an error)
             continue
-        record = request.record
+        record = request._record
         filename, lineno, _ = user_frame(record.frames)
         if is_library_file(filename):
             continue        # a library's own request: not the program's
@@ -130,13 +130,14 @@ class Status:
     tag = property(Get_tag, Set_tag)
     error = property(Get_error, Set_error)
 
+    # The byte count (simulator only: mpi4py's Status has no such
+    # attribute, a program reads count or Get_count).
     @property
-    def nbytes(self):
-        """Bytes received."""
+    def _nbytes(self):
         return self._get('ucount')
 
-    @nbytes.setter
-    def nbytes(self, value):
+    @_nbytes.setter
+    def _nbytes(self, value):
         self._mem['ucount'] = value
 
     def Get_count(self, datatype=BYTE):
@@ -144,7 +145,7 @@ class Status:
         UNDEFINED when the bytes are not a whole number of them."""
         # mpi4py's typed argument: None is a TypeError, not the default
         size = _type_size(datatype, 'Get_count')
-        nbytes = self.nbytes
+        nbytes = self._nbytes
         if size == 0:
             return 0
         if nbytes % size:
@@ -154,7 +155,7 @@ class Status:
     def Get_elements(self, datatype):
         """Number of basic elements of ``datatype`` received."""
         _type_size(datatype, 'Get_elements')
-        count = datatype._elements_in(self.nbytes)
+        count = datatype._elements_in(self._nbytes)
         return UNDEFINED if count is None else count
 
     def Set_elements(self, datatype, count):
@@ -166,7 +167,7 @@ class Status:
         if count < 0:
             raise MPIException(ERR_COUNT, 'Set_elements count {} < 0'.format(
                 count))
-        self.nbytes = count * size
+        self._nbytes = count * size
 
     def Is_cancelled(self):
         """True for a receive withdrawn by ``Cancel`` before it matched."""
@@ -235,12 +236,12 @@ class Status:
     def __reduce__(self):
         # the class travels too: a subclass's copy is of that subclass
         return (_new_status, (class_ref(type(self)), self.source, self.tag,
-                              self.error, self.nbytes, self.Is_cancelled()))
+                              self.error, self._nbytes, self.Is_cancelled()))
 
     def _describe(self):
         # the simulator's messages (naming.describe); the repr is mpi4py's
         return '<Status source={} tag={} bytes={}>'.format(
-            self.source, self.tag, self.nbytes)
+            self.source, self.tag, self._nbytes)
 
 
 def _request_list(requests):
@@ -320,7 +321,7 @@ def _type_size(datatype, what):
     if datatype == DATATYPE_NULL:
         raise MPIException(ERR_TYPE, 'Status.{} with DATATYPE_NULL'.format(
             what))
-    datatype.check_committed('Status.' + what)
+    datatype._check_committed('Status.' + what)
     return datatype.Get_size()
 
 
@@ -366,7 +367,7 @@ class Request(HandleMixin):
         return origin if origin else None
 
     @property
-    def record(self):
+    def _record(self):
         """The CallRecord of the call that started the operation."""
         return self._activity.record
 

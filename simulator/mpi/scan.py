@@ -34,7 +34,7 @@ def _left_chain_prefixes(op, args, exclusive):
             acc = block.copy()
         else:
             combined = np.empty_like(block)
-            op.combine_into(combined, acc, block)
+            op._combine_into(combined, acc, block)
             acc = combined
         if not exclusive:
             prefixes.append(acc)
@@ -69,7 +69,7 @@ def _scan(self, op_name, sendbuf, recvbuf, op, exclusive):
     # Rank 0's receive buffer of Exscan is neither read nor written
     # (but IN_PLACE it is what rank 0 sends).
     skipped = exclusive and s.rank == 0 and not send.in_place
-    return _run(self, op_name, (('op', op.name), ('count', source.size),
+    return _run(self, op_name, (('op', op._name), ('count', source.size),
                                 ('dtype', str(source.dtype))),
                 source, finish, combine,
                 watch=None if send.in_place else source,

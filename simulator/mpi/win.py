@@ -802,7 +802,7 @@ class Win(bytearray, Attributes, HandleMixin):
                                'target datatype is {}'.format(
                                    op, buf.datatype.name, datatype.name))
         index = None if datatype.is_predefined else \
-            datatype.layout.byte_index(count)
+            datatype._layout.byte_index(count)
         if index is None:
             nbytes, low = count * dtype.itemsize, 0
         else:
@@ -1014,7 +1014,7 @@ class Win(bytearray, Attributes, HandleMixin):
             raise MPIException(ERR_OP, 'Win: user-defined op {} in an '
                                'accumulate'.format(describe(op)))
         with np.errstate(all='ignore'):     # C arithmetic: no warnings
-            op.reduce_into(view, operand)
+            op._reduce_into(view, operand)
 
     def Accumulate(self, origin, target_rank, target=None, op=None):
         """Compute ``target = target op origin``, atomically per element."""
@@ -1167,7 +1167,7 @@ def _type_count(buf):
     datatype = buf.datatype
     if datatype.is_predefined:
         return buf.count
-    size = datatype.layout.size
+    size = datatype._layout.size
     return buf.count * buf.data.dtype.itemsize // size if size else 0
 
 
@@ -1179,7 +1179,7 @@ def _program_memory(buf, sent):
 
 def _kind(op):
     """An accumulate's kind for the race check: its op's name."""
-    return 'accumulate ' + op.name
+    return 'accumulate ' + op._name
 
 
 def _single(*named):

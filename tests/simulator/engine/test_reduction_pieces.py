@@ -5,7 +5,7 @@ reduction; whoever does a piece, every element must be combined in the
 plan's order, so the result is bit-identical to the one-shot evaluation
 (``reduce_plan_into`` into a fresh array), also when the receive buffers
 are the inputs (``IN_PLACE``) and when pieces straddle the blocks of a
-ring plan. ``Op.combine_into`` may write into one of its operands.
+ring plan. ``Op._combine_into`` may write into one of its operands.
 """
 import threading
 
@@ -124,12 +124,12 @@ def test_combine_into_an_operand_equals_into_a_third_array(case, into):
     try:
         left, right = make()
         want = np.empty_like(left)
-        op.combine_into(want, left, right)
+        op._combine_into(want, left, right)
         out = left if into == 'left' else right
-        op.combine_into(out, left, right)
+        op._combine_into(out, left, right)
         assert out.tobytes() == want.tobytes()
     finally:
-        if op.user:
+        if op._user:
             op.Free()
 
 

@@ -99,7 +99,7 @@ class _Case:
 
     def expected(self, name, model, **options):
         # the model is an MPI.Op, unhashable as mpi4py's: keyed by name
-        key = (name, model.name) + tuple(sorted(
+        key = (name, model._name) + tuple(sorted(
             (k, tuple(v) if isinstance(v, list) else v)
             for k, v in options.items()))
         with _lock:
