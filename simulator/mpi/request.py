@@ -234,9 +234,26 @@ class Status:
     __hash__ = None
 
     def __reduce__(self):
-        # the class travels too: a subclass's copy is of that subclass
-        return (_new_status, (class_ref(type(self)), self.source, self.tag,
-                              self.error, self._nbytes, self.Is_cancelled()))
+        # As mpi4py's: a new object of the class (a subclass's copy is of
+        # that subclass) given the fields by __setstate__.
+        return (_new_status, (class_ref(type(self)),), self.__getstate__())
+
+    def __getstate__(self):
+        """The fields, as mpi4py names them (``count`` in bytes)."""
+        return {'source': self.Get_source(), 'tag': self.Get_tag(),
+                'error': self.Get_error(), 'count': self._nbytes,
+                'cancelled': self.Is_cancelled()}
+
+    def __setstate__(self, state):
+        """Set the fields from ``__getstate__``'s dict (source, tag and
+        error required, count and cancelled optional, as mpi4py's)."""
+        self.Set_source(state['source'])
+        self.Set_tag(state['tag'])
+        self.Set_error(state['error'])
+        if 'count' in state:
+            self.Set_elements(_byte(), state['count'])
+        if 'cancelled' in state:
+            self.Set_cancelled(state['cancelled'])
 
     def _describe(self):
         # the simulator's messages (naming.describe); the repr is mpi4py's
@@ -297,14 +314,13 @@ def status_nbytes():
     return _STATUS_LAYOUT.itemsize
 
 
-def _new_status(cls, source, tag, error, nbytes, cancelled):
+def _new_status(cls):
     # made as mpi4py unpickles (cls.__new__): a subclass's __init__ may
-    # take other arguments
+    # take other arguments; __setstate__ then fills it. copy.copy hands
+    # over naming.class_ref's stand-in as it is: its class is inside.
+    cls = getattr(cls, '_cls', cls)
     status = cls.__new__(cls)
     Status.__init__(status)
-    status._mem['source'], status._mem['tag'] = source, tag
-    status._mem['error'], status._mem['ucount'] = error, nbytes
-    status._mem['cancelled'] = cancelled
     return status
 
 
