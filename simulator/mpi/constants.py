@@ -146,8 +146,9 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
 
     __module__ = 'simulator.mpi'
     # The code lives in a slot, as mpi4py's in its C struct: vars(e) is
-    # empty there (but for the notes the simulator adds).
-    __slots__ = ('_ierr',)
+    # empty there (but for the notes the simulator adds). mpi4py's is a
+    # Python class: it takes weak references.
+    __slots__ = ('_ierr', '__weakref__')
 
     def __init__(self, ierr=SUCCESS, detail=None):
         if detail is not None and not is_simulator_file(
@@ -177,10 +178,9 @@ class Exception(RuntimeError):  # noqa: A001 -- mpi4py's own name
     def __repr__(self):
         return 'MPI.Exception({})'.format(self._ierr)
 
+    # int(e) but no __index__, as mpi4py's: range(e) and [1, 2][e] are
+    # TypeErrors there.
     def __int__(self):
-        return self._ierr
-
-    def __index__(self):
         return self._ierr
 
     def __bool__(self):

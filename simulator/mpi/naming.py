@@ -113,7 +113,10 @@ def publish(namespace):
     for cls in ordered:
         cls.__module__ = MODULE
         _PUBLISHED.add(cls)
-        _name_in_messages(cls)
+        if not issubclass(cls, BaseException):
+            # (mpi4py's Exception is a Python class: Python's messages
+            # name it 'Exception', as they name ours)
+            _name_in_messages(cls)
     for cls in ordered:
         _claim_inherited(cls)
     for cls in ordered:
@@ -141,7 +144,8 @@ def _present_internal_subclasses(public, cls=None):
         sub.__module__ = MODULE
         sub.__name__ = sub.__qualname__ = public.__name__
         _PUBLISHED.add(sub)
-        _name_in_messages(sub)
+        if not issubclass(sub, BaseException):
+            _name_in_messages(sub)
         _present_internal_subclasses(public, sub)
 
 

@@ -31,7 +31,7 @@ class Pickle:
     """Serialize and deserialize Python objects for object messages."""
 
     __module__ = 'simulator.mpi'
-    __slots__ = ('_shared', '__weakref__')
+    __slots__ = ('_shared',)       # no weak references, as mpi4py's
 
     def __init__(self, dumps=None, loads=None, protocol=None,
                  threshold=None):
