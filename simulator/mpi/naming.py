@@ -25,7 +25,7 @@ import inspect
 import sys
 
 __all__ = ['MODULE', 'publish', 'is_ours', 'describe', 'reduce_constant',
-           'class_ref', 'no_attribute', 'unserializable']
+           'class_ref', 'no_attribute', 'unserializable', 'HidesBase']
 
 MODULE = 'mpi4py.MPI'
 
@@ -182,6 +182,137 @@ def no_attribute(obj, name):
     for a class whose ``__getattr__`` refuses ``name``."""
     return AttributeError('{!r} object has no attribute {!r}'.format(
         _c_name(type(obj)), name))
+
+
+class _Absent:
+    """A name its class must not have (one its hidden base brings, see
+    :class:`HidesBase`): reading, setting or deleting it on the class or
+    an instance is Python's AttributeError for a missing attribute."""
+
+    __slots__ = ('_name',)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            raise AttributeError('type object {!r} has no attribute {!r}'
+                                 .format(_c_name(cls), self._name))
+        raise no_attribute(obj, self._name)
+
+    def __set__(self, obj, value):
+        raise no_attribute(obj, self._name)
+
+    def __delete__(self, obj):
+        raise no_attribute(obj, self._name)
+
+
+# The type slots a name of a builtin base fills, as (table, index):
+# table None is the type object itself, else the offset of the pointer
+# to its sequence, mapping or number methods. A slot is withdrawn when
+# every name that fills it is hidden, so that Python then refuses the
+# operation in its own words (len(), subscripts, iteration, operators).
+_P = ctypes.sizeof(ctypes.c_void_p)
+_NUMBER, _SEQUENCE, _MAPPING = 12 * _P, 13 * _P, 14 * _P
+_SLOTS = {
+    (_SEQUENCE, 0): ('__len__',), (_MAPPING, 0): ('__len__',),
+    (_SEQUENCE, 1): ('__add__',), (_NUMBER, 0): ('__add__', '__radd__'),
+    (_SEQUENCE, 2): ('__mul__', '__rmul__'),
+    (_NUMBER, 2): ('__mul__', '__rmul__'),
+    (_SEQUENCE, 3): ('__getitem__',), (_MAPPING, 1): ('__getitem__',),
+    (_SEQUENCE, 5): ('__setitem__', '__delitem__'),
+    (_MAPPING, 2): ('__setitem__', '__delitem__'),
+    (_SEQUENCE, 7): ('__contains__',),
+    (_SEQUENCE, 8): ('__iadd__',), (_NUMBER, 19): ('__iadd__',),
+    (_SEQUENCE, 9): ('__imul__',), (_NUMBER, 21): ('__imul__',),
+    (_NUMBER, 3): ('__mod__', '__rmod__'),
+    (None, 27): ('__iter__',),
+}
+
+
+def _slot_layout_known(cls):
+    """Whether ``cls``'s type object is laid out as :data:`_SLOTS`
+    assumes (CPython's, 64 or 32 bits): its size fields and flags read
+    back, and its method tables lie inside the type object itself."""
+    def word(index, kind=ctypes.c_ssize_t):
+        return kind.from_address(id(cls) + index * _P).value
+    if (word(4), word(5), word(21, ctypes.c_ulong)) != (
+            cls.__basicsize__, cls.__itemsize__, cls.__flags__):
+        return False
+    end = id(cls) + type(cls).__basicsize__
+    return all(id(cls) < word(t // _P, ctypes.c_void_p) < end
+               for t in (_NUMBER, _SEQUENCE, _MAPPING))
+
+
+def _withdraw_slots(cls):
+    """Empty the type slots of ``cls`` that only hidden names fill."""
+    for (table, index), names in _SLOTS.items():
+        if all(isinstance(inspect.getattr_static(cls, n, _Absent(n)),
+                          _Absent) for n in names):
+            base = id(cls) if table is None else \
+                ctypes.c_void_p.from_address(id(cls) + table).value
+            ctypes.c_void_p.from_address(base + index * _P).value = None
+
+
+# Names a hidden base keeps: those mpi4py's classes have too (the
+# buffer protocol's, from Python 3.12).
+_KEPT = frozenset(dir(object)) | {'__buffer__', '__release_buffer__'}
+
+
+class HidesBase(type):
+    """The metaclass of a class that takes a builtin base for its memory
+    layout alone: ``Win`` is a ``bytearray`` so that it exports its
+    memory (the buffer protocol, which a Python class cannot give
+    itself before Python 3.12), as mpi4py's compiled ``Win`` does, but
+    has none of bytearray's names (``win.append``: AttributeError,
+    ``len(win)``: TypeError, in Python's words, absent from ``dir``).
+
+    ``class Win(bytearray, ..., metaclass=HidesBase, hides=bytearray)``:
+    every name of ``hides`` that ``object`` lacks and the class does not
+    define is an :class:`_Absent`, and the type slots those names filled
+    are emptied (where the type object's layout is the known one; else
+    the operators' names stay, with bytearray's meaning). Its subclasses
+    hide the same names. ``type(Win)`` prints as ``<class 'type'>``."""
+
+    def __new__(mcs, name, bases, namespace, hides=None, **kwargs):
+        hidden = set()
+        for base in bases:
+            hidden |= getattr(base, '_hidden_names', frozenset())
+        if hides is not None:
+            hidden |= set(dir(hides)) - _KEPT
+        hidden -= set(namespace)
+        namespace = dict(namespace, _hidden_names=frozenset(hidden))
+        namespace.setdefault('__dir__', _instance_dir)
+        for hidden_name in hidden:
+            namespace[hidden_name] = _Absent(hidden_name)
+        cls = super().__new__(mcs, name, bases, namespace, **kwargs)
+        if _slot_layout_known(cls):
+            _withdraw_slots(cls)
+        else:
+            # cannot empty the slots: their names keep their meaning
+            for names in _SLOTS.values():
+                for hidden_name in names:
+                    if isinstance(vars(cls).get(hidden_name), _Absent):
+                        delattr(cls, hidden_name)
+        return cls
+
+    def __init__(cls, name, bases, namespace, hides=None, **kwargs):
+        super().__init__(name, bases, namespace, **kwargs)
+
+    def __dir__(cls):
+        return sorted(set(super().__dir__()) - cls._hidden_names
+                      - {'_hidden_names'})
+
+
+def _instance_dir(self):
+    # object.__dir__ lists the class's names without asking the
+    # metaclass: the hidden ones are taken out here
+    return sorted(set(object.__dir__(self)) - type(self)._hidden_names
+                  - {'_hidden_names'})
+
+
+HidesBase.__name__ = HidesBase.__qualname__ = 'type'
+HidesBase.__module__ = 'builtins'
 
 
 def unserializable(obj, why):

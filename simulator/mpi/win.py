@@ -55,7 +55,8 @@ from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
                                     Errhandler, Info,
                                     call_errhandler, create_errhandler)
 from simulator.mpi.memory import buffer
-from simulator.mpi.naming import describe, reduce_constant, unserializable
+from simulator.mpi.naming import (HidesBase, describe, reduce_constant,
+                                   unserializable)
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
 from simulator.mpi.rma_races import (Access, EpochLog, ExposureLog,
@@ -118,8 +119,13 @@ class _Shared:
                           for _ in range(n)]
 
 
-class Win(bytearray, Attributes, HandleMixin):
+class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
+          hides=bytearray):
     """An RMA window, with mpi4py's method names and argument order."""
+
+    # A window exports its memory (the bytearray base) but is no sequence
+    # of bytes: mpi4py's has no len, items, iteration, operators nor any
+    # of bytearray's methods (HidesBase takes them away).
 
     __module__ = 'simulator.mpi'
 
@@ -317,34 +323,6 @@ class Win(bytearray, Attributes, HandleMixin):
     # mpi4py's, not bytearray's (Win(b'')) that the memory base gives.
     __repr__ = object.__repr__
     __str__ = object.__str__
-
-    # A window exports its memory (the bytearray base) but is no sequence
-    # of bytes: mpi4py's has no len, items, iteration or operators, and
-    # Python's words for them name the compiled class.
-    def __len__(self):
-        raise TypeError("object of type 'mpi4py.MPI.Win' has no len()")
-
-    def __getitem__(self, index):
-        raise TypeError("'mpi4py.MPI.Win' object is not subscriptable")
-
-    def __setitem__(self, index, value):
-        raise TypeError("'mpi4py.MPI.Win' object does not support item "
-                        "assignment")
-
-    def __delitem__(self, index):
-        raise TypeError("'mpi4py.MPI.Win' object doesn't support item "
-                        "deletion")
-
-    def __contains__(self, item):
-        raise TypeError("argument of type 'mpi4py.MPI.Win' is not iterable")
-
-    __iter__ = None
-
-    def _no_operator(self, other):
-        return NotImplemented
-
-    __add__ = __iadd__ = __mul__ = __imul__ = __rmul__ = __mod__ = \
-        __rmod__ = _no_operator
 
     # -- attributes ----------------------------------------------------------
     def Get_group(self):

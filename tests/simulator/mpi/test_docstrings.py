@@ -70,11 +70,14 @@ def _walk(MPI):
         if qualname in found:
             return
         found[qualname] = _class_problems(cls.__doc__ or '')
+        shown = set(dir(cls))       # help() lists what dir() does
         for klass in cls.__mro__:
             if klass.__module__ == 'builtins' or klass in seen:
                 continue
             seen.add(klass)
             for name, value in vars(klass).items():
+                if name not in shown:
+                    continue
                 routine = _routine(value)
                 # Special methods written as the API's functions are
                 # (not slot wrappers) count too.
