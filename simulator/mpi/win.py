@@ -22,8 +22,9 @@ on window memory that can never end is reported as a deadlock.
 A window handle is a ``bytearray`` subclass holding the rank's own memory
 for ``Allocate`` / ``Allocate_shared``, so ``memoryview(win)`` is the
 local window as in mpi4py (``mpi4py.util.sync`` spins on it). For
-``Create`` the window is the caller's buffer (reached through
-``tomemory()``); ``Create_dynamic`` windows address attached memory by
+``Create`` the window is the caller's buffer, which the handle exports
+instead (as does every copy ``Win(win)``, see :func:`_export`);
+``Create_dynamic`` windows export nothing and address attached memory by
 absolute address (``MPI.Get_address``). Differences from Open MPI:
 ``Allocate_shared`` segments are not contiguous (``Shared_query`` gives
 each rank's own segment); datatypes mixing basic types are not
@@ -32,6 +33,7 @@ datatype fail with ``ERR_TYPE`` (MPI requires a predefined one; Open MPI
 takes them and its ``Compare_and_swap`` ignores their displacements).
 """
 import collections
+import ctypes
 import threading
 
 import numpy as np
@@ -137,8 +139,10 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         if win is not None and not isinstance(win, Win):
             raise handle_argument_error('Win', win)
         if isinstance(win, Win) and win._shared is not None:
-            # another handle to the window: its state is the window's
+            # another handle to the window: its state is the window's,
+            # and it exports the same memory
             self.__dict__ = win.__dict__
+            _export(self, win._shared.memories[win._rank])
             return
         self._shared = None
 
@@ -205,6 +209,7 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         win = cls._make('Win.Create', comm, FLAVOR_CREATE, array.nbytes,
                         disp_unit, memory=array)
         win._user = memory
+        _export(win, array)
         return win
 
     @classmethod
@@ -1147,6 +1152,42 @@ def _type_count(buf):
         return buf.count
     size = datatype._layout.size
     return buf.count * buf.data.dtype.itemsize // size if size else 0
+
+
+# A bytearray's fields after the object header (refcount, type, size):
+# bytes allocated, its own bytes, where its data starts (what it exports).
+_WORD = ctypes.sizeof(ctypes.c_void_p)
+_SIZE, _BYTES, _START = 2 * _WORD, 4 * _WORD, 5 * _WORD
+
+
+def _field(obj, offset, kind=ctypes.c_void_p):
+    return kind.from_address(id(obj) + offset)
+
+
+def _bytearray_layout_known():
+    probe = bytearray(b'win')
+    return (_field(probe, _SIZE, ctypes.c_ssize_t).value == 3 and
+            _field(probe, _START).value == _field(probe, _BYTES).value and
+            ctypes.string_at(_field(probe, _START).value, 3) == b'win' and
+            bytearray.__basicsize__ == 7 * _WORD)
+
+
+_CAN_EXPORT = _bytearray_layout_known()
+
+
+def _export(win, array):
+    """Make the handle ``win`` export ``array`` (its rank's window
+    memory, a flat uint8 array) through the buffer protocol, as every
+    handle to an mpi4py window exports the window's memory: its
+    bytearray base, empty and owning nothing, is pointed at the array's
+    bytes. Nothing of bytearray's can resize it (HidesBase hides its
+    methods), ``win`` keeps the array alive (the window's state holds
+    it), and a bytearray that owns no bytes frees none."""
+    if not (_CAN_EXPORT and array.size) or _field(
+            win, _SIZE, ctypes.c_ssize_t).value or _field(win, _BYTES).value:
+        return      # (not a layout this knows: it exports nothing)
+    _field(win, _START).value = array.__array_interface__['data'][0]
+    _field(win, _SIZE, ctypes.c_ssize_t).value = array.size
 
 
 def _program_memory(buf, sent):

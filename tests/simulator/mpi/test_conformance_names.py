@@ -174,6 +174,31 @@ def test_a_window_has_none_of_bytearrays_names(mpi_comm, MPI):
     win.Free()
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_every_handle_exports_its_windows_memory(mpi_comm, MPI):
+    # Create's window is the caller's memory: the handle exports it, and
+    # so does a copy of any handle (mpi4py's all export the window's base
+    # and size).
+    buf = np.arange(4, dtype='i4')
+    win = MPI.Win.Create(buf, comm=mpi_comm)
+    view = memoryview(win)
+    assert (view.nbytes, view.format, view.readonly) == (16, 'B', False)
+    np.frombuffer(win, 'i4')[1] = 42
+    assert buf.tolist() == [0, 42, 2, 3]
+    copy_view = memoryview(MPI.Win(win))
+    assert copy_view.nbytes == 16 and bytes(copy_view) == buf.tobytes()
+    allocated = MPI.Win.Allocate(8, comm=mpi_comm)
+    np.frombuffer(allocated, 'u1')[:] = 5
+    assert bytes(memoryview(MPI.Win(allocated))) == b'\x05' * 8
+    dynamic = MPI.Win.Create_dynamic(comm=mpi_comm)
+    empty = MPI.Win.Create(None, comm=mpi_comm)
+    assert memoryview(dynamic).nbytes == memoryview(empty).nbytes == 0
+    for made in (view, copy_view):
+        made.release()
+    for made in (win, allocated, dynamic, empty):
+        made.Free()
+
+
 @pytest.mark.mpi(sizes=(1,))
 def test_a_status_copies_and_pickles_by_its_state(mpi_comm, MPI):
     status = MPI.Status()
