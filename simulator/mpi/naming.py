@@ -119,6 +119,7 @@ def publish(namespace):
             _name_in_messages(cls)
     for cls in ordered:
         _claim_inherited(cls)
+        _drop_weakref_name(cls)
     for cls in ordered:
         _present_internal_subclasses(cls)
     functions = [(name, value) for name, value in namespace.items()
@@ -130,6 +131,21 @@ def publish(namespace):
         # (Get_error_class = error_class) takes that name, as mpi4py's.
         if sum(f is function for _, f in functions) == 1:
             function.__name__ = function.__qualname__ = name
+
+
+def _drop_weakref_name(cls):
+    """Take the ``__weakref__`` attribute off ``cls`` and the simulator's
+    classes it derives from: mpi4py's compiled classes take weak
+    references but have no such attribute (``hasattr(comm,
+    '__weakref__')`` is False there). Weak references need the slot
+    alone, not the attribute Python names it by. (mpi4py's Exception,
+    a Python class, keeps it.)"""
+    if issubclass(cls, BaseException):
+        return
+    for klass in cls.__mro__:
+        if (klass in _PUBLISHED or _is_simulator_code(klass)) and \
+                '__weakref__' in vars(klass):
+            delattr(klass, '__weakref__')
 
 
 def _present_internal_subclasses(public, cls=None):
