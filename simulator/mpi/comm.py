@@ -51,6 +51,19 @@ __all__ = ['Comm', 'Intracomm', 'Intercomm', 'NullComm', 'COMM_NULL',
 COMM_TYPE_HW_GUIDED = VALUES['COMM_TYPE_HW_GUIDED']
 COMM_TYPE_HW_UNGUIDED = VALUES['COMM_TYPE_HW_UNGUIDED']
 
+class _RankLocalState:
+    """``_state`` of COMM_WORLD and COMM_SELF: the calling rank's
+    communicator their label names (see :func:`_rank_local_comm`)."""
+
+    def __get__(self, comm, cls=None):
+        if comm is None:
+            return self
+        label = comm.__dict__.get('_label')
+        if label is None:
+            raise no_attribute(comm, '_state')
+        return _world_states(_rank_context(label))[label]
+
+
 class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
            Collectives, PersistentCollectives, CommProps, FaultTolerance,
            HandleMixin):
@@ -90,14 +103,11 @@ class Comm(PointToPoint, MatchedProbes, PersistentP2P, PartitionedP2P,
         obj._state = state
         return obj
 
-    def __getattr__(self, name):
-        # Only for what normal lookup misses: COMM_WORLD and COMM_SELF
-        # (Intracomm handles, as mpi4py's) hold a label instead of a
-        # state, and are the calling rank's communicator.
-        label = self.__dict__.get('_label')
-        if name != '_state' or label is None:
-            raise no_attribute(self, name)
-        return _world_states(_rank_context(label))[label]
+    # COMM_WORLD and COMM_SELF (Intracomm handles, as mpi4py's) hold a
+    # label instead of a state, and are the calling rank's communicator.
+    # Found only where a handle has no _state of its own (a non-data
+    # descriptor): no __getattr__, which mpi4py's Comm lacks.
+    _state = _RankLocalState()
 
     def _handle_target(self):
         return self._state
@@ -668,7 +678,7 @@ def _rank_local(comm):
 
 def _rank_local_comm(label):
     """``COMM_WORLD`` / ``COMM_SELF``: an Intracomm naming the calling
-    rank's communicator (``Comm.__getattr__`` finds its state)."""
+    rank's communicator (``Comm._state`` finds its state)."""
     comm = object.__new__(Intracomm)
     comm._label = label
     return comm

@@ -29,8 +29,8 @@ TIMEOUT_S = 120
 # What the simulator's Python classes still show beyond mpi4py's compiled
 # ones, not fixed yet: the __dict__ of their objects (the simulator keeps
 # its state there), the __module__ every Python class keeps in its own
-# dict, __slots__, and the __getattr__ by which COMM_WORLD finds the
-# calling rank's state. And what only mpi4py's compiled module has:
+# dict, __slots__, and the __getattr__ by which a copy Request(request)
+# reads the original's state. And what only mpi4py's compiled module has:
 # Cython's C tables (mpi4py's test_objmodel skips its C-API test without
 # __pyx_capi__, as it must here).
 STILL_EXTRA = {'__dict__', '__module__', '__slots__', '__getattr__'}
@@ -131,6 +131,8 @@ def test_internal_helpers_are_no_public_names(mpi_comm, MPI):
             assert not hasattr(type(obj), name), (type(obj), name)
         if isinstance(obj, MPI.Request):
             obj.Wait()
+    for obj in (mpi_comm, MPI.COMM_WORLD, MPI.COMM_SELF, MPI.Comm):
+        assert not hasattr(obj, '__getattr__'), obj
 
 
 @pytest.mark.mpi(sizes=(1,))
