@@ -25,7 +25,8 @@ import inspect
 import sys
 
 __all__ = ['MODULE', 'publish', 'is_ours', 'describe', 'reduce_constant',
-           'class_ref', 'no_attribute', 'unserializable', 'HidesBase']
+           'class_ref', 'no_attribute', 'unserializable', 'unpicklable',
+           'HidesBase']
 
 MODULE = 'mpi4py.MPI'
 
@@ -120,6 +121,7 @@ def publish(namespace):
     for cls in ordered:
         _claim_inherited(cls)
         _drop_weakref_name(cls)
+        _drop_slots_name(cls)
     for cls in ordered:
         _present_internal_subclasses(cls)
     functions = [(name, value) for name, value in namespace.items()
@@ -148,6 +150,22 @@ def _drop_weakref_name(cls):
             delattr(klass, '__weakref__')
 
 
+def _drop_slots_name(cls):
+    """Take the ``__slots__`` attribute off ``cls`` and the simulator's
+    classes it derives from: mpi4py's classes have none (``hasattr(
+    MPI.Status, '__slots__')`` is False there). The slots stay; the
+    attribute only tells how to make them, and how pickle's default
+    reduction (copyreg) finds their state, which a class with its own
+    ``__reduce__`` does not use: only such classes lose it."""
+    if inspect.getattr_static(cls, '__reduce__') is \
+            object.__dict__['__reduce__']:
+        return
+    for klass in cls.__mro__:
+        if (klass in _PUBLISHED or _is_simulator_code(klass)) and \
+                '__slots__' in vars(klass):
+            delattr(klass, '__slots__')
+
+
 def _present_internal_subclasses(public, cls=None):
     """The simulator's own subclasses of the published class ``public``
     (``RecvRequest``, the request of a non-blocking collective...), at
@@ -162,6 +180,8 @@ def _present_internal_subclasses(public, cls=None):
         _PUBLISHED.add(sub)
         if not issubclass(sub, BaseException):
             _name_in_messages(sub)
+        _drop_weakref_name(sub)
+        _drop_slots_name(sub)
         _present_internal_subclasses(public, sub)
 
 
@@ -329,6 +349,12 @@ def _instance_dir(self):
 
 HidesBase.__name__ = HidesBase.__qualname__ = 'type'
 HidesBase.__module__ = 'builtins'
+
+
+def unpicklable(obj):
+    """The TypeError Python raises when ``obj``, whose class cannot be
+    pickled, is (``cannot pickle 'mpi4py.MPI.Pickle' object``)."""
+    return TypeError('cannot pickle {!r} object'.format(_c_name(type(obj))))
 
 
 def unserializable(obj, why):

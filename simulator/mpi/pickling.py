@@ -18,6 +18,7 @@ import pickle as _std
 
 from simulator.engine.process import process_state
 from simulator.mpi.memory import buffer
+from simulator.mpi.naming import unpicklable
 
 __all__ = ['Pickle', 'pickle', 'dumps', 'loads', 'PROTOCOL', 'THRESHOLD']
 
@@ -32,6 +33,14 @@ class Pickle:
 
     __module__ = 'simulator.mpi'
     __slots__ = ('_shared',)       # no weak references, as mpi4py's
+
+    def __reduce__(self):
+        # mpi4py's cannot be pickled or copied (its settings hold
+        # functions), in Python's words
+        raise unpicklable(self)
+
+    def __reduce_ex__(self, protocol):
+        return self.__reduce__()
 
     def __init__(self, dumps=None, loads=None, protocol=None,
                  threshold=None):

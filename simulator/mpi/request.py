@@ -308,6 +308,10 @@ class _KeptStatus(Status):
     def _fill(self, source, tag, nbytes):
         self._fields = (source, tag, SUCCESS, 0, nbytes)
 
+    def __reduce__(self):
+        # copied or pickled, it is the Status it shows itself as
+        return (_new_status, (class_ref(Status),), self.__getstate__())
+
 
 def status_nbytes():
     """Bytes of one Open MPI MPI_Status."""

@@ -29,11 +29,11 @@ TIMEOUT_S = 120
 # What the simulator's Python classes still show beyond mpi4py's compiled
 # ones, not fixed yet: the __dict__ of their objects (the simulator keeps
 # its state there), the __module__ every Python class keeps in its own
-# dict, __slots__, and the __getattr__ by which a copy Request(request)
-# reads the original's state. And what only mpi4py's compiled module has:
+# dict, and the __getattr__ by which a copy Request(request) reads the
+# original's state. And what only mpi4py's compiled module has:
 # Cython's C tables (mpi4py's test_objmodel skips its C-API test without
 # __pyx_capi__, as it must here).
-STILL_EXTRA = {'__dict__', '__module__', '__slots__', '__getattr__'}
+STILL_EXTRA = {'__dict__', '__module__', '__getattr__'}
 ONLY_COMPILED = {'__pyx_vtable__', '__pyx_capi__'}
 
 
@@ -251,6 +251,15 @@ def test_an_mpi_exception_is_no_index_but_takes_weak_references(
     with pytest.raises(TypeError, match="cannot create weak reference to "
                        r"'mpi4py\.MPI\.Pickle' object"):
         weakref.ref(MPI.pickle)
+
+
+@pytest.mark.mpi(sizes=(1,))
+def test_the_pickle_settings_are_no_pickle_nor_copy(mpi_comm, MPI):
+    for use in (copy.copy, copy.deepcopy, pickle.dumps):
+        for settings in (MPI.pickle, MPI.Pickle()):
+            with pytest.raises(TypeError, match=r"^cannot pickle "
+                               r"'mpi4py\.MPI\.Pickle' object$"):
+                use(settings)
 
 
 if __name__ == '__main__':
