@@ -28,6 +28,9 @@ from chainermn_lite import communicators  # noqa: F401
 from chainermn_lite import datasets  # noqa: F401
 from chainermn_lite import extensions  # noqa: F401
 from chainermn_lite import functions  # noqa: F401
+# ChainerMN's documented way to turn the hook on by hand is
+# ``chainermn.global_except_hook.add_hook()`` right after the import.
+from chainermn_lite import global_except_hook  # noqa: F401
 from chainermn_lite import iterators  # noqa: F401
 from chainermn_lite import links  # noqa: F401
 from chainermn_lite import optimizers  # noqa: F401

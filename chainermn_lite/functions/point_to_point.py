@@ -156,16 +156,17 @@ def send(x, communicator, rank, tag=0):
     return delegate
 
 
-def recv(communicator, rank, delegate_variable=None, tag=0, device=None,
-         force_tuple=False):
-    """recv(communicator, rank, delegate_variable=None, tag=0, device=None,
+def recv(communicator, rank, delegate_variable=None, tag=0, force_tuple=False,
+         device=None):
+    """recv(communicator, rank, delegate_variable=None, tag=0,
     force_tuple=False): receive what ``rank`` sent with ``send``.
 
     Returns a Variable, or a tuple of Variables when a tuple was sent (or
     ``force_tuple``). Backward sends the gradients back to ``rank``, then
     continues into ``delegate_variable`` (the output of the previous
     component of this rank's graph, typically a ``send``'s delegate).
-    ``device`` (a Chainer device specifier) moves the received arrays.
+    ``device`` (a Chainer device specifier; not in ChainerMN, so it comes
+    after ChainerMN's positional arguments) moves the received arrays.
     """
     tag = _wire.check_tag(tag, 'recv', communicator)
     rank = _wire.check_peer(communicator, rank, 'recv')

@@ -144,6 +144,22 @@ def test_pytest_under_compat_with_warnings_as_errors(tmp_path):
     assert '1 passed' in done.stdout
 
 
+def test_package_names_chainermns_modules_after_a_bare_import():
+    # ChainerMN's documented opt-in, right after `import chainermn`,
+    # before any communicator exists: a fresh interpreter, so that no
+    # other test has imported the module already.
+    program = textwrap.dedent("""
+        import chainermn_lite as chainermn
+        chainermn.global_except_hook.add_hook()
+        chainermn.global_except_hook.remove_hook()
+        print('ok')
+        """)
+    done = subprocess.run([sys.executable, '-c', program],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == 'ok'
+
+
 def test_command_line_without_target_prints_usage():
     done = subprocess.run([sys.executable, '-m', 'chainermn_lite.compat'],
                           capture_output=True, text=True, timeout=120)

@@ -80,6 +80,23 @@ def test_force_tuple_and_unused_output_gets_zero_gradient(
 
 
 @pytest.mark.mpi(sizes=(2,))
+def test_recv_takes_chainermns_positional_arguments(
+        mpi_comm, make_communicator):
+    # ChainerMN 7.8.1: recv(communicator, rank, delegate_variable, tag,
+    # force_tuple); chainermn_lite's own `device` comes after them.
+    comm = make_communicator(mpi_comm)
+    if comm.rank == 0:
+        x = chainer.Variable(np.arange(3, dtype=np.float32))
+        chainermn_lite.functions.send(x, comm, 1, 7).backward()
+        np.testing.assert_array_equal(x.grad, [2, 2, 2])
+    else:
+        ys = chainermn_lite.functions.recv(comm, 0, None, 7, True)
+        assert isinstance(ys, tuple) and len(ys) == 1
+        np.testing.assert_array_equal(ys[0].array, [0, 1, 2])
+        F.sum(ys[0] * 2).backward()
+
+
+@pytest.mark.mpi(sizes=(2,))
 def test_send_of_input_without_grad_still_backprops(
         mpi_comm, make_communicator):
     # chainermn#214: a send whose input needs no gradient must still take
