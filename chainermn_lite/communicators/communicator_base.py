@@ -68,6 +68,11 @@ class CommunicatorBase(abc.ABC):
         else:
             object.__setattr__(self, name, value)
 
+    @property
+    def within_config_scope(self):
+        """True inside ``config_scope()``."""
+        return bool(self.__dict__.get('_in_config_scope'))
+
     @contextlib.contextmanager
     def config_scope(self):
         """config_scope(): attributes assigned inside the block are stored

@@ -253,9 +253,13 @@ class MpiCommunicator(CommunicatorBase):
             _packing.pack([_wire.byte_view(p) for p in parts], sbuf)
         return rows, [sbuf, (counts, displs)]
 
-    def bcast(self, data, max_buf_len=None, root=0):
-        """bcast(data, max_buf_len=None, root=0): root's array everywhere
-        (on each receiver's current device when root's is a GPU array)."""
+    def bcast(self, x, root=0, *, max_buf_len=None):
+        """bcast(x, root=0): root's array everywhere (on each receiver's
+        current device when root's is a GPU array). ChainerMN 7.8.1's MPI
+        communicators take ``root`` second (its abstract base names
+        ``max_buf_len`` there, which only this keyword accepts here: the
+        Bcast piece size, the config's ``max_buf_len`` by default)."""
+        data = x
         self._check_root(root, 'bcast')
         chunk = max_buf_len or self._configs['max_buf_len']
         header = self._header
@@ -277,8 +281,9 @@ class MpiCommunicator(CommunicatorBase):
         return _device.to_current_device(x) if _wire.fixed_on_device(
             header) else x
 
-    def gather(self, data, root=0):
-        """gather(data, root=0): tuple of every rank's array at root."""
+    def gather(self, x, root=0):
+        """gather(x, root=0): tuple of every rank's array at root."""
+        data = x
         self._check_root(root, 'gather')
         x = _wire.as_sendable(data, 'gather (rank {})'.format(self._rank))
         descs = self._descriptors(x)
@@ -291,9 +296,10 @@ class MpiCommunicator(CommunicatorBase):
                               [buf, (counts, displs)], root=root)
         return _device.like(data, _wire.arrays_at(buf, descs, displs))
 
-    def allgather(self, data):
+    def allgather(self, x):
         """allgather(x): tuple of every rank's array on every rank (on the
         current device when ``x`` is a device array)."""
+        data = x
         x = _wire.as_sendable(data, 'allgather (rank {})'.format(self._rank))
         descs = self._descriptors(x)
         counts, displs, total = self._v_layout(descs, 'allgather')
@@ -345,12 +351,13 @@ class MpiCommunicator(CommunicatorBase):
         return _device.like(xs[0] if len(xs) else None,
                             _wire.arrays_at(rbuf, descs, rdispls))
 
-    def allreduce(self, data):
-        """allreduce(data): elementwise sum of every rank's array.
+    def allreduce(self, x):
+        """allreduce(x): elementwise sum of every rank's array.
 
         Every rank must pass the same shape and dtype; otherwise every rank
         raises ValueError listing each rank's shape and dtype.
         """
+        data = x
         what = 'allreduce (rank {})'.format(self._rank)
         if isinstance(data, (tuple, list)):
             raise TypeError(what + ': tuple data cannot be allreduced')

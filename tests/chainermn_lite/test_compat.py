@@ -306,8 +306,11 @@ def test_configs_are_attributes_and_config_scope_declares_them(mpi_comm):
     assert comm.batched_copy is True
     comm.set_config('batched_copy', False)
     assert comm.batched_copy is False
+    assert comm.within_config_scope is False
     with comm.config_scope():
+        assert comm.within_config_scope is True
         comm.own_option = 3
+    assert comm.within_config_scope is False
     assert comm.get_config('own_option') == 3
     comm.plain = 4
     assert 'plain' not in comm.get_config()

@@ -153,6 +153,24 @@ def test_bcast(mpi_comm, dtype, make_communicator):
     np.testing.assert_array_equal(y, _value(0, (3000,), np.float64))
 
 
+@pytest.mark.mpi(sizes=(2, 3))
+def test_array_collectives_take_chainermns_positional_and_keyword_names(
+        mpi_comm, make_communicator):
+    # ChainerMN 7.8.1's MPI communicators: bcast(x, root=0),
+    # gather(x, root=0), allgather(x), allreduce(x).
+    comm = make_communicator(mpi_comm, 'naive')
+    last = comm.size - 1
+    x = np.full(3, comm.rank, np.float32)
+    np.testing.assert_array_equal(comm.bcast(x, last), [last] * 3)
+    np.testing.assert_array_equal(comm.bcast(x=x, root=last), [last] * 3)
+    got = comm.gather(x=x, root=last)
+    if comm.rank == last:
+        assert [g[0] for g in got] == list(range(comm.size))
+    assert [g[0] for g in comm.allgather(x=x)] == list(range(comm.size))
+    np.testing.assert_array_equal(comm.allreduce(x=x),
+                                  [sum(range(comm.size))] * 3)
+
+
 @pytest.mark.mpi(sizes=(1, 2, 3, 4, 8))
 @pytest.mark.parametrize('dtype', DTYPES)
 def test_gather_allgather_differing_shapes(mpi_comm, dtype, make_communicator):
