@@ -114,11 +114,26 @@ class _MultiNodeCheckpointer(chainer.training.Extension):
                       if parsed is not None and parsed[1] == self.comm.rank)
 
     def __call__(self, trainer):
-        """Write this rank's checkpoint, then drop the oldest ones."""
-        folder = self._folder(trainer)
-        iteration = trainer.updater.iteration
+        """Write this rank's checkpoint of ``trainer`` (into ``path``, or
+        from now on ``trainer.out`` when none was given)."""
+        if self.path is None:
+            self.path = trainer.out
+        self.save(trainer, trainer.updater.iteration)
+
+    def save(self, target, iteration):
+        """save(target, iteration): write this rank's snapshot of
+        ``target`` (a trainer, or any object ``save_npz`` takes) as
+        ``iteration``'s checkpoint, then drop the oldest beyond
+        ``gc_interval``. Call it on every rank at the same iteration (as
+        a trainer does), so that ``maybe_load`` finds it everywhere."""
+        if self.path is None:
+            raise ValueError(
+                'checkpointer {!r} (rank {}): save without a trainer needs '
+                'the path given to create_multi_node_checkpointer'.format(
+                    self.name, self.comm.rank))
+        folder = self.path
         self.stats.start()
-        save_atomically(self._file(folder, iteration), trainer)
+        save_atomically(self._file(folder, iteration), target)
         self.stats.end()
         for old in self._iterations(folder)[:-self.gc_interval]:
             os.remove(self._file(folder, old))

@@ -53,6 +53,34 @@ def test_resume_equals_continuing(mpi_comm, tmp_path, make_communicator):
     assert resumed.updater.iteration == 12
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_save_without_a_trainer_as_chainermn_allows(
+        mpi_comm, tmp_path, make_communicator):
+    comm = make_communicator(mpi_comm)
+    folder = str(tmp_path / 'plain{}'.format(comm.size))
+    cp = chainermn_lite.create_multi_node_checkpointer(
+        'loop', comm, gc_interval=2, path=folder)
+    model = L.Linear(2, 2)
+    for iteration in (1, 2, 3):
+        model.W.array[...] = iteration
+        cp.save(model, iteration)
+    mine = 'loop.{}.'.format(comm.rank)
+    assert sorted(n for n in os.listdir(folder) if n.startswith(mine)) == [
+        mine + '2.npz', mine + '3.npz']
+    fresh = L.Linear(2, 2)
+    assert cp.maybe_load(fresh) == 3
+    np.testing.assert_array_equal(fresh.W.array, 3)
+    assert cp.get_stats().startswith('3 checkpoints')
+
+
+@pytest.mark.mpi(sizes=(1,))
+def test_save_without_a_trainer_needs_a_path(mpi_comm, make_communicator):
+    cp = chainermn_lite.create_multi_node_checkpointer(
+        'loop', make_communicator(mpi_comm))
+    with pytest.raises(ValueError, match="'loop' .*needs the path"):
+        cp.save(L.Linear(2, 2), 1)
+
+
 def test_atomic_save_leaves_no_partial_file(tmp_path):
     class _Broken:
         def serialize(self, serializer):
