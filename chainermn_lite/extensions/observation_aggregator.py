@@ -10,41 +10,72 @@ __all__ = ['ObservationAggregator']
 class ObservationAggregator(chainer.training.Extension):
     """ObservationAggregator(comm, original_key, aggregated_key=None, *,
     comm_trigger=(1, 'iteration'), aggregator=None): reports under
-    ``aggregated_key`` the aggregate (default: mean) of every rank's
-    ``original_key`` observation, collected since the last report."""
+    ``aggregated_key`` the aggregate of every rank's ``original_key``
+    observations since the last communication.
+
+    As in ChainerMN, ``aggregator`` takes a list (one per rank, in rank
+    order) of lists of the values each rank observed (device arrays and
+    Variables brought to the host) and runs on rank 0 alone, whose result
+    every rank reports; the default averages all the values. Nothing is
+    reported when no rank observed anything."""
 
     trigger = 1, 'iteration'
     priority = chainer.training.PRIORITY_EDITOR
     name = None
 
-    def __init__(self, comm, original_key, aggregated_key=None,
+    def __init__(self, comm, original_key, aggregated_key=None, *,
                  comm_trigger=(1, 'iteration'), aggregator=None):
         self.comm = comm
         self.original_key = original_key
         self.aggregated_key = aggregated_key or original_key
         self.comm_trigger = chainer.training.trigger.get_trigger(
             comm_trigger)
-        self.aggregator = aggregator or (
-            lambda values: float(numpy.mean(values)))
-        self.observations = []
+        self.aggregator = aggregator or _average_2d
+        self.observation_history = []
         self._observed_like = None
 
-    def __call__(self, trainer):
-        """Collect this step's value; aggregate when comm_trigger fires."""
-        value = trainer.observation.get(self.original_key)
-        if value is not None:
+    def compute_summary(self, trainer):
+        """compute_summary(trainer): keep this step's observation; when
+        ``comm_trigger`` fires (on every rank: collective), the
+        aggregate, else None."""
+        if self.original_key in trainer.observation:
+            value = trainer.observation[self.original_key]
             self._observed_like = value
-            self.observations.append(
-                float(getattr(value, 'array', value)))
+            self.observation_history.append(_on_host(value))
         if not self.comm_trigger(trainer):
-            return
-        local = (float(numpy.mean(self.observations))
-                 if self.observations else None)
-        self.observations = []
-        values = [v for v in self.comm.allgather_obj(local) if v is not None]
-        if values:
+            return None
+        gathered = self.comm.gather_obj(self.observation_history)
+        self.observation_history = []
+        summary = self.aggregator(gathered) if self.comm.rank == 0 else None
+        return self.comm.bcast_obj(summary)
+
+    def __call__(self, trainer):
+        """Report the aggregate when ``compute_summary`` gives one, in the
+        form of this rank's observation (a Variable, an array, a float)."""
+        summary = self.compute_summary(trainer)
+        if summary is not None:
             chainer.reporter.report({self.aggregated_key: _like(
-                self.aggregator(values), self._observed_like)})
+                summary, self._observed_like)})
+
+
+def _on_host(value):
+    """An observation as it can travel: device arrays copied to NumPy,
+    a Variable as a Variable of its array on the host."""
+    cpu = chainer.backend.CpuDevice()
+    if isinstance(value, chainer.Variable):
+        return chainer.Variable(cpu.send(value.array))
+    if chainer.backend.get_array_module(value) is not numpy and \
+            hasattr(value, 'dtype'):
+        return cpu.send(value)
+    return value
+
+
+def _average_2d(histories):
+    """The mean of every value of every rank's history (None for none)."""
+    values = [v for history in histories for v in history]
+    if not values:
+        return None
+    return sum(values) / len(values)
 
 
 def _like(result, observed):

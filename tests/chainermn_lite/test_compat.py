@@ -359,6 +359,35 @@ def test_observation_aggregator_reports_in_the_observed_form(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(1, 2, 3))
+def test_observation_aggregator_gives_rank_0_every_ranks_history(mpi_comm):
+    # ChainerMN's contract: the aggregator takes one list per rank of the
+    # values observed since the last communication, runs on rank 0, and
+    # every rank reports its result.
+    comm = NaiveCommunicator(mpi_comm)
+    calls = []
+
+    def highest(histories):
+        calls.append(histories)
+        return max(max(history) for history in histories)
+    fires = iter([False, True])
+    aggregator = chainermn_lite.extensions.ObservationAggregator(
+        comm, 'x', 'top', aggregator=highest)
+    aggregator.comm_trigger = lambda trainer: next(fires)
+    trainer = type('Trainer', (), {})()
+    observation = {}
+    for step in (0, 1):
+        trainer.observation = {'x': 10.0 * comm.rank + step}
+        with chainer.reporter.Reporter().scope(observation):
+            aggregator(trainer)
+    assert observation == {'top': 10.0 * (comm.size - 1) + 1}
+    if comm.rank == 0:
+        assert calls == [[[10.0 * r, 10.0 * r + 1] for r in
+                          range(comm.size)]]
+    else:
+        assert calls == []
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
 def test_every_rank_saves_the_multi_node_iterators_master_state(mpi_comm):
     comm = NaiveCommunicator(mpi_comm)
     dataset = np.arange(6, dtype=np.float32)
