@@ -25,9 +25,24 @@ A load/store is the other half: a window's memory written by the
 program (not through RMA) in the fence epoch in which an operation
 reached the same bytes. Each ``Fence`` keeps a copy of the windows (all
 ranks are inside it: nothing moves), and the next one replays the
-epoch's accesses over it: bytes that differ from what the accesses saw
-or left were stored to in between. Stores in exposure and passive
-target epochs are not checked.
+epoch's accesses over it (:func:`replay_stores`): bytes that differ
+from what the accesses saw or left were stored to in between. A
+target's exposure epoch is checked the same way: a copy of its memory
+at ``Post`` (only the target moves it; the origins' accesses are in the
+:class:`ExposureLog`), the epoch's accesses replayed over it at
+``Wait``; only other origins' accesses count. In passive target epochs
+(:class:`StoreWatch`) each access is watched from its call to its
+completion by its origin (``Flush*``, ``Unlock*``): the bytes it left
+or read must still hold what RMA left there then. A store ordered
+after the completion (a message, a barrier) happens after the check; a
+target storing under its exclusive lock of its own window cannot
+overlap another's counted epoch; a target that called ``Win.Sync`` may
+have seen the access land (the unified memory model) and is trusted.
+Windows larger than 64 MiB in all are not copied (their fence and
+exposure epochs' stores go unchecked), nor are ``Allocate_shared``
+windows watched in passive target epochs (every rank of the node may
+store to them), nor stores to bytes of derived target datatypes'
+accesses.
 """
 import threading
 
@@ -35,8 +50,8 @@ import numpy as np
 
 from simulator.errors import RMAConflictError
 
-__all__ = ['Access', 'EpochLog', 'ExposureLog', 'LockLog', 'is_padded',
-           'settled_bytes']
+__all__ = ['Access', 'EpochLog', 'ExposureLog', 'LockLog', 'StoreWatch',
+           'is_padded', 'replay_stores', 'settled_bytes']
 
 _MASKS = {}
 
@@ -176,6 +191,9 @@ class _Index:
             candidates = list(self._wide)
             for block in range(first, last + 1):
                 candidates += self._blocks.get(block, ())
+            if first != last:
+                # One over both blocks is in each: once is enough.
+                candidates = list(dict.fromkeys(candidates))
         for other in candidates:
             if other.retired:
                 continue
@@ -253,23 +271,10 @@ class EpochLog:
         copies = self._copies
         if copies is None:
             return
-        bases = [m.__array_interface__['data'][0] for m in memories]
-        replay, reached = {}, {}
-        for access in self._index.all:
-            where = _locate(bases, memories, access)
-            if where is None or access.padded:
-                continue
-            target, lo, hi = where
-            seen = replay.setdefault(target, copies[target].copy())
-            if seen[lo:hi].tobytes() != access.before:
-                raise RMAConflictError(_stored(target, access, 'before'))
-            seen[lo:hi] = np.frombuffer(access.after, np.uint8)
-            reached.setdefault(target, []).append((lo, hi, access))
-        for target, spans in reached.items():
-            now, seen = memories[target], replay[target]
-            for lo, hi, access in spans:
-                if not np.array_equal(now[lo:hi], seen[lo:hi]):
-                    raise RMAConflictError(_stored(target, access, 'after'))
+        found = replay_stores(dict(enumerate(copies)),
+                              dict(enumerate(memories)), self._index.all)
+        if found is not None:
+            raise RMAConflictError(_stored(*found, epoch=_FENCE_EPOCH))
 
     def note(self, epoch, access):
         """Keep ``access`` (made in fence epoch ``epoch``); raise
@@ -292,11 +297,23 @@ class ExposureLog:
     a window's ranks. MPI completes them at the target only at its
     ``Wait``: a ``Complete`` and a message after it do not order one
     origin's accesses before another's, so within one exposure epoch
-    they are as unordered as in a fence epoch (the same rule)."""
+    they are as unordered as in a fence epoch (the same rule). The
+    target's own stores are checked as a fence's are: a copy of its
+    memory taken at ``Post``, the epoch's accesses replayed over it at
+    ``Wait``."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._epochs = {}       # (target, exposure number) -> _Index
+        self._copies = {}       # (target, exposure number) -> its memory
+
+    def begin(self, target, exposure, memory):
+        """``target`` posts exposure epoch ``exposure`` over ``memory``
+        (uint8; no origin can reach it yet): keep a copy to replay the
+        epoch's accesses over at its end."""
+        if memory.nbytes <= _COPY_LIMIT:
+            with self._lock:
+                self._copies[(target, exposure)] = memory.copy()
 
     def note(self, target, exposure, access):
         """Keep ``access`` (to ``target`` in its exposure epoch number
@@ -311,10 +328,21 @@ class ExposureLog:
                     other, access, lo, hi, _EXPOSURE, target))
             index.add(access)
 
-    def end(self, target, exposure):
-        """``target``'s Wait ended exposure epoch ``exposure``."""
+    def end(self, target, exposure, memory):
+        """``target``'s Wait ended exposure epoch ``exposure``: raise
+        RMAConflictError if it stored to ``memory`` (its window, uint8)
+        where another origin's access of the epoch reached."""
         with self._lock:
-            self._epochs.pop((target, exposure), None)
+            index = self._epochs.pop((target, exposure), None)
+            copy = self._copies.pop((target, exposure), None)
+        if index is None or copy is None:
+            return
+        # The target's own accesses to itself are left out: its program
+        # orders them against its stores (or not) by itself.
+        found = replay_stores({target: copy}, {target: memory}, index.all,
+                              report=lambda a: a.origin != target)
+        if found is not None:
+            raise RMAConflictError(_stored(*found, epoch=_EXPOSURE_EPOCH))
 
 
 class LockLog:
@@ -401,6 +429,159 @@ class LockLog:
                 self._index.retire(done)
 
 
+class _Watched:
+    """An access of a passive target epoch not completed yet: the bytes
+    RMA calls left in its range (``expected``), its target's memory
+    there, and the first range a store changed before another access
+    landed (``stored``)."""
+
+    __slots__ = ('access', 'start', 'end', 'expected', 'memory', 'itemsize',
+                 'stored', 'exempt', 'retired')
+
+    def __init__(self, access, view, exempt):
+        self.access = access
+        self.start, self.end = access.start, access.end
+        self.expected = bytearray(access.after)
+        self.memory = view.reshape(-1).view(np.uint8)
+        self.itemsize = view.dtype.itemsize
+        self.stored = None
+        self.exempt = exempt
+        self.retired = False
+
+
+class StoreWatch:
+    """The target's own stores to bytes that passive target accesses
+    (``Lock``, ``Lock_all``; exclusive or shared) reached before their
+    origin completed them (``Flush*``, ``Unlock*``).
+
+    An access lands at its call here; until its completion, the bytes it
+    left (a Put's, an accumulate's) or read (a Get's) must stay what it,
+    and the RMA calls made since, left there: the target's store
+    meanwhile may land before or after it on a real MPI. Each such
+    access is watched (:meth:`open`) with the bytes RMA left in its
+    range, updated by every later access (:meth:`landed`), and compared
+    with the memory at its completion (:meth:`complete`). A store
+    ordered after the completion (a message, a barrier) is not seen at
+    all, and one under the target's exclusive lock of its own window
+    cannot overlap a counted lock's epoch. In the unified memory model a
+    target that synchronizes its window copies (``Win.Sync``) may see an
+    access land and then store over it (``mpi4py.util.sync``'s Condition
+    resets its flag so): the accesses open at a target's ``Sync``, and
+    those landing while it is in an epoch on its own window in which it
+    called ``Sync``, are not checked. Nor are an origin's accesses to
+    itself, a request-based read's (complete with its request), padded
+    types' and derived target types' (their bytes are taken as they are
+    after them). All methods run under the window's mutex."""
+
+    def __init__(self):
+        self._index = {}        # target -> _Index of _Watched
+        self._open = {}         # (origin, target) -> [_Watched]
+        self.synced = set()     # targets whose own epoch had a Sync
+
+    def busy(self, target):
+        """Whether accesses to ``target`` are watched."""
+        return bool(self._index.get(target) and self._index[target].all)
+
+    def landed(self, target, access=None, span=None):
+        """An RMA ``access`` landed on ``target`` (or, with ``span``, one
+        whose bytes ``span`` (start, end) are taken as they are now)."""
+        index = self._index.get(target)
+        if not index:
+            return
+        reach = access if access is not None else _Span(*span)
+        for watched, lo, hi in index.overlapping(reach):
+            mine = slice(lo - watched.start, hi - watched.start)
+            if access is None or access.padded:
+                watched.expected[mine] = watched.memory[mine].tobytes()
+                continue
+            theirs = slice(lo - access.start, hi - access.start)
+            if watched.stored is None and not watched.exempt:
+                watched.stored = _differ(watched, lo, access.before[theirs])
+            watched.expected[mine] = access.after[theirs]
+
+    def open(self, access, view):
+        """Watch ``access`` (landed at ``view``, the array it reached)
+        until its origin completes it."""
+        if access.padded or access.origin == access.target:
+            return
+        watched = _Watched(access, view, access.target in self.synced)
+        self._index.setdefault(access.target, _Index()).add(watched)
+        self._open.setdefault((access.origin, access.target),
+                              []).append(watched)
+
+    def sync(self, target, in_epoch):
+        """``target`` called ``Win.Sync`` (``in_epoch``: in a passive
+        target epoch on its own window): it may load what landed."""
+        index = self._index.get(target)
+        for watched in index.all if index else ():
+            watched.exempt = True
+        if in_epoch:
+            self.synced.add(target)
+
+    def complete(self, origin, target, closing, reads=False):
+        """``origin`` completed its accesses to ``target`` (None: every
+        target; ``reads``: only its reads, locally) by ``closing`` (the
+        call's name): raise RMAConflictError if the target stored where
+        one reached meanwhile. They are watched no more."""
+        keys = [(origin, target)] if target is not None else [
+            key for key in self._open if key[0] == origin]
+        found = None
+        for key in keys:
+            watched = self._open.pop(key, ())
+            if reads:
+                kept = [w for w in watched if not _reads(w.access)]
+                watched = [w for w in watched if _reads(w.access)]
+                if kept:
+                    self._open[key] = kept
+            for one in watched:
+                if found is None and not one.exempt:
+                    found = _store_in(one)
+            if watched:
+                self._index[key[1]].retire(watched)
+        if found is not None:
+            raise RMAConflictError(_passive_store(closing, *found))
+
+
+def _reads(access):
+    return access.kind in ('get', 'accumulate MPI_NO_OP')
+
+
+def _store_in(watched):
+    """(access, lo, hi): the elements of ``watched`` a store changed, or
+    None."""
+    stored = watched.stored or _differ(watched, watched.start,
+                                       watched.memory.tobytes())
+    return None if stored is None else (watched.access,) + stored
+
+
+def _differ(watched, lo, now):
+    """The addresses (lo, hi) of the elements of ``watched`` where bytes
+    ``now`` (from address ``lo``) differ from what RMA left, or None."""
+    at = lo - watched.start
+    expected = watched.expected[at:at + len(now)]
+    if now == expected:
+        return None
+    changed = np.flatnonzero(np.frombuffer(now, np.uint8) !=
+                             np.frombuffer(expected, np.uint8)) + at
+    size = watched.itemsize
+    first = int(changed[0]) // size * size
+    last = (int(changed[-1]) // size + 1) * size
+    return watched.start + first, watched.start + last
+
+
+def _passive_store(closing, access, lo, hi):
+    return ('rank {}\'s window memory was written by a store (not an RMA '
+            'call) at bytes {}..{}, which rank {} {} reached before its '
+            '{} completed it (in a passive target epoch): MPI forbids a '
+            'load/store to window bytes an RMA operation reaches until it '
+            'completes at the target (a real MPI may see or keep either '
+            'value). Complete the access (Flush or Unlock) and tell the '
+            'target (a message, a barrier) before it stores, or store under '
+            'its exclusive lock of its own window'.format(
+                access.target, lo - access.base, hi - access.base - 1,
+                access.record.rank, access.record.describe(), closing))
+
+
 def _atomic_op(access):
     """An accumulate-family access's op ('MPI_SUM', 'MPI_NO_OP', 'CAS'),
     or None for a Put or Get."""
@@ -427,20 +608,58 @@ def _passive_conflict(a, b, lo, hi):
 _COPY_LIMIT = 64 << 20
 
 
-def _locate(bases, memories, access):
-    for target, (base, memory) in enumerate(zip(bases, memories)):
-        if base <= access.start and access.end <= base + memory.nbytes:
+def replay_stores(copies, memories, accesses, report=None):
+    """Replay ``accesses`` (in the order they were made) over ``copies``
+    of the memories they reached (window rank -> uint8 array, as the
+    epoch began) and compare with ``memories`` (the same ranks, now):
+    bytes that differ from what an access saw or left were written by a
+    store meanwhile. Return (target, access, 'before' or 'after') for the
+    first such access for which ``report(access)`` (default: all), else
+    None."""
+    ranks = list(memories)
+    bases = [memories[r].__array_interface__['data'][0] for r in ranks]
+    sizes = [memories[r].nbytes for r in ranks]
+    replay, reached = {}, {}
+    for access in accesses:
+        where = _locate(ranks, bases, sizes, access)
+        if where is None or access.padded:
+            continue
+        target, lo, hi = where
+        seen = replay.setdefault(target, copies[target].copy())
+        if seen[lo:hi].tobytes() != access.before and (
+                report is None or report(access)):
+            return target, access, 'before'
+        seen[lo:hi] = np.frombuffer(access.after, np.uint8)
+        if report is None or report(access):
+            reached.setdefault(target, []).append((lo, hi, access))
+    for target, spans in reached.items():
+        now, seen = memories[target], replay[target]
+        for lo, hi, access in spans:
+            if not np.array_equal(now[lo:hi], seen[lo:hi]):
+                return target, access, 'after'
+    return None
+
+
+def _locate(ranks, bases, sizes, access):
+    for target, base, size in zip(ranks, bases, sizes):
+        if base <= access.start and access.end <= base + size:
             return target, access.start - base, access.end - base
     return None
 
 
-def _stored(target, access, when):
+_FENCE_EPOCH = ('the fence epoch', 'Separate them with a Fence')
+_EXPOSURE_EPOCH = ('its exposure epoch (Post .. Wait)',
+                   'Store before the Post or after the Wait')
+
+
+def _stored(target, access, when, epoch):
     return ('rank {}\'s window memory was written by a store (not an RMA '
-            'call) in the fence epoch in which rank {} {} reached the same '
-            'bytes ({} it): MPI forbids a load/store to window bytes that '
-            'an RMA operation of the same epoch accesses (a real MPI may '
-            'see or keep either value). Separate them with a Fence'.format(
-                target, access.record.rank, access.record.describe(), when))
+            'call) in {} in which rank {} {} reached the same bytes ({} '
+            'it): MPI forbids a load/store to window bytes that an RMA '
+            'operation of the same epoch accesses (a real MPI may see or '
+            'keep either value). {}'.format(
+                target, epoch[0], access.record.rank,
+                access.record.describe(), when, epoch[1]))
 
 
 _FENCE = 'in one fence epoch'

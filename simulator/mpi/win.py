@@ -62,7 +62,8 @@ from simulator.mpi.naming import (HidesBase, describe, reduce_constant,
 from simulator.mpi.ops import OP_NAMES
 from simulator.mpi.request import Request
 from simulator.mpi.rma_races import (Access, EpochLog, ExposureLog,
-                                     LockLog, is_padded, settled_bytes)
+                                     LockLog, StoreWatch, is_padded,
+                                     settled_bytes)
 from simulator.mpi.unsupported import not_simulated
 
 __all__ = ['Win', 'WIN_NULL']
@@ -104,6 +105,7 @@ class _Shared:
         self.races = EpochLog()         # the fence epoch's accesses
         self.exposed = ExposureLog()    # those of open Post epochs
         self.locked = LockLog()         # those of shared lock epochs
+        self.watch = StoreWatch()       # passive ones, against stores
         # Per target: the exclusive holder (window rank) and the number
         # of shared holders; changed under the world lock.
         self.exclusive = [None] * len(group)
@@ -494,6 +496,8 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         if not assertion & MODE_NOCHECK:
             self._acquire([rank], lock_type, 'Win.Lock')
         self._locks[rank] = (lock_type, not assertion & MODE_NOCHECK)
+        if rank == self._rank:
+            self._unsync()
 
     def Lock_all(self, assertion=0):
         """Start a shared passive target epoch on every rank."""
@@ -505,6 +509,7 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
             self._acquire(range(len(shared.group)), LOCK_SHARED,
                           'Win.Lock_all')
         self._lock_all = (True, not assertion & MODE_NOCHECK)
+        self._unsync()
 
     def _acquire(self, targets, lock_type, op):
         shared = self._s
@@ -554,6 +559,9 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         lock_type, counted = held
         self._complete('Win.Unlock', rank)
         self._s.locked.complete(self._rank, rank)
+        if rank == self._rank:
+            self._unsync()
+        self._watched_done(rank, 'Win.Unlock')
         if counted:
             self._release([rank], lock_type)
 
@@ -567,6 +575,8 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         self._complete('Win.Unlock_all')
         shared.locked.complete(self._rank)
         self._lock_all = False
+        self._unsync()
+        self._watched_done(None, 'Win.Unlock_all')
         if counted:
             self._release(range(len(shared.group)), LOCK_SHARED)
 
@@ -591,6 +601,7 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
             self._check_rank(rank, 'Flush')
             self._complete('Win.Flush', rank)
             self._s.locked.complete(self._rank, rank)
+            self._watched_done(rank, 'Win.Flush')
         self._poll('Win.Flush')
 
     def Flush_all(self):
@@ -598,6 +609,7 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         self._in_passive_epoch('Flush_all')
         self._complete('Win.Flush_all')
         self._s.locked.complete(self._rank)
+        self._watched_done(None, 'Win.Flush_all')
         self._poll('Win.Flush_all')
 
     def Flush_local(self, rank):
@@ -605,17 +617,39 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         self._in_passive_epoch('Flush_local')
         if rank != PROC_NULL:
             self._complete('Win.Flush_local', rank)
+            self._watched_done(rank, 'Win.Flush_local', reads=True)
         self._poll('Win.Flush_local')
 
     def Flush_local_all(self):
         """Complete every operation locally."""
         self._in_passive_epoch('Flush_local_all')
         self._complete('Win.Flush_local_all')
+        self._watched_done(None, 'Win.Flush_local_all', reads=True)
         self._poll('Win.Flush_local_all')
 
     def Sync(self):
         """Synchronise public and private copies (one copy here)."""
+        shared = self._s
+        with shared.mutex:
+            # From here the rank may load what landed and store over it.
+            shared.watch.sync(self._rank, bool(
+                self._lock_all or self._rank in self._locks))
         self._poll('Win.Sync')
+
+    def _unsync(self):
+        # A new (or ended) passive epoch on its own window: its Sync
+        # before orders nothing landing from now on (StoreWatch).
+        shared = self._s
+        with shared.mutex:
+            shared.watch.synced.discard(self._rank)
+
+    def _watched_done(self, target_rank, closing, reads=False):
+        """This rank completed its passive target accesses to
+        ``target_rank`` (None: all) by ``closing``: check that no store
+        reached their bytes meanwhile (:class:`.rma_races.StoreWatch`)."""
+        shared = self._s
+        with shared.mutex:
+            shared.watch.complete(self._rank, target_rank, closing, reads)
 
     # -- generalized active target (post/start/complete/wait) --------------
     def _window_ranks(self, group, op):
@@ -638,6 +672,10 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
             raise MPIException(ERR_RMA_SYNC, 'Win.Post inside an exposure '
                                'epoch')
         origins = self._window_ranks(group, 'Post')
+        # Only this rank numbers its exposures; no origin reaches the
+        # memory before the count below lets it start.
+        shared.exposed.begin(self._rank, shared.exposures[self._rank] + 1,
+                             shared.memories[self._rank])
         world = shared.world
         with world.lock:
             shared.exposures[self._rank] += 1
@@ -704,7 +742,8 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
             world.raise_if_broken(shared.group[self._rank])
             world.block(self._all_completed, self._record('Win.Wait'))
         self._exposed = None
-        shared.exposed.end(self._rank, self._exposure)
+        shared.exposed.end(self._rank, self._exposure,
+                           shared.memories[self._rank])
 
     def Test(self):
         """Wait if every origin completed (True), else False at once."""
@@ -719,7 +758,8 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
                 world.note_poll(self._record('Win.Test'))
         if done:
             self._exposed = None
-            shared.exposed.end(self._rank, self._exposure)
+            shared.exposed.end(self._rank, self._exposure,
+                               shared.memories[self._rank])
         return done
 
     # -- one-sided operations ------------------------------------------------
@@ -879,32 +919,56 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         exposure or shared lock epoch a view's access is noted, and an
         order-dependent conflict with another rank's raises (see
         :mod:`.rma_races`)."""
+        shared = self._s
         reads = kind in ('get', _kind(_NO_OP))
         if isinstance(view, _Scattered):
-            with self._s.mutex:
+            base = view.memory.__array_interface__['data'][0]
+            span = (base + int(view.index.min()),
+                    base + int(view.index.max()) + 1) \
+                if view.index.size else None
+            with shared.mutex:
                 values = view.gather()
                 result = apply(values)
                 if not reads:
                     view.scatter(values)
-            if op in _FETCHING and view.index.size:
+                    if span is not None:
+                        shared.watch.landed(target_rank, span=span)
+            if op in _FETCHING and span is not None:
                 # Unchecked, but what it returned orders what it saw.
-                base = view.memory.__array_interface__['data'][0]
-                self._s.locked.seen(base + int(view.index.min()),
-                                    base + int(view.index.max()) + 1)
+                shared.locked.seen(*span)
             return result
         note = self._race_log(op, target_rank)
-        with self._s.mutex:
-            before = settled_bytes(view) if note else None
+        watched = self._watched(target_rank)
+        with shared.mutex:
+            track = note or watched or shared.watch.busy(target_rank)
+            before = settled_bytes(view) if track else None
             result = apply(view)
             # (A read leaves the target as it was: one copy serves.)
-            after = before if reads or not note else settled_bytes(view)
-        if note:
-            start = view.__array_interface__['data'][0]
-            note(Access(self._rank, kind, start, before, after,
-                        self._record('Win.' + op, target_rank),
-                        is_padded(view.dtype), target_rank,
-                        self._base(target_rank, start)))
+            after = before if reads or not track else settled_bytes(view)
+            if track and before:
+                # Noted under the mutex: the logs hold the accesses in
+                # the order they were applied (replays rely on it).
+                start = view.__array_interface__['data'][0]
+                access = Access(self._rank, kind, start, before, after,
+                                self._record('Win.' + op, target_rank),
+                                is_padded(view.dtype), target_rank,
+                                self._base(target_rank, start))
+                if note:
+                    note(access)
+                shared.watch.landed(target_rank, access)
+                if watched:
+                    shared.watch.open(access, view)
         return result
+
+    def _watched(self, target_rank):
+        """Whether an access to ``target_rank`` made now is watched for
+        the target's stores until its completion (StoreWatch): in a
+        passive target epoch, but a request-based read's (complete with
+        its request) or on a shared-memory window (every rank of the
+        node may store to it directly)."""
+        return (self._lock_all or target_rank in self._locks) and \
+            self._s.flavor != FLAVOR_SHARED and \
+            self._request not in ('Rget', 'Rget_accumulate')
 
     def _race_log(self, op, target_rank):
         """Where an access to ``target_rank`` by ``op`` is noted (a
