@@ -21,9 +21,10 @@ class _SynchronizedIterator(chainer.dataset.Iterator):
         object.__setattr__(self, '_step', 0)
         seed = None
         if communicator.rank == 0:
-            # A fresh OS-entropy seed: numpy's global RNG is shared by
-            # simulated ranks, so it is not touched.
-            seed = int(numpy.random.SeedSequence().generate_state(1)[0])
+            # Drawn from rank 0's global NumPy stream, as ChainerMN does:
+            # numpy.random.seed(s) makes the order reproducible, and the
+            # same as ChainerMN's (each simulated rank has its own stream).
+            seed = numpy.random.randint(0, 2 ** 32 - 1)
         seed = communicator.bcast_obj(seed, root=0)
         actual_iterator.order_sampler = chainer.iterators.ShuffleOrderSampler(
             numpy.random.RandomState(seed))

@@ -97,6 +97,20 @@ def test_synchronized_iterators_agree(mpi_comm, make_communicator):
     assert all(s == seen for s in comm.allgather_obj(seen))
 
 
+@pytest.mark.mpi(sizes=(1, 2))
+def test_synchronized_order_follows_numpys_seed_as_chainermns(
+        mpi_comm, make_communicator):
+    # ChainerMN draws the shared seed from rank 0's numpy.random: a
+    # program that seeds NumPy gets the same batches in every run, and
+    # ChainerMN's.
+    comm = make_communicator(mpi_comm)
+    np.random.seed(5)
+    it = iterators.create_synchronized_iterator(_actual(), comm)
+    seed = np.random.RandomState(5).randint(0, 2 ** 32 - 1)
+    order = np.random.RandomState(seed).permutation(10).tolist()
+    assert next(it) + next(it) + next(it) == order[:9]
+
+
 @pytest.mark.mpi(sizes=(2, 3))
 def test_batch_check_names_the_disagreeing_ranks(mpi_comm, make_communicator):
     comm = make_communicator(mpi_comm)
