@@ -131,12 +131,17 @@ class MpiCommunicator(CommunicatorBase):
     def _derive(self, sub):
         configs = {k: v for k, v in self._configs.items()
                    if k != 'batched_copy'}
-        new = MpiCommunicator(sub, type(self._strategy)(sub), self.name,
-                              configs)
+        new = self._new_like(sub, configs)
         limit = self.__dict__.get('_watchdog_limit')
         if limit is not None:
             _watchdog.watch(new, limit)
         return new
+
+    def _new_like(self, sub, configs):
+        """A communicator over ``sub`` with this one's kind of strategy and
+        ``configs``."""
+        return MpiCommunicator(sub, type(self._strategy)(sub), self.name,
+                               configs)
 
     def finalize(self):
         """finalize(): release this communicator's helper communicators."""

@@ -30,3 +30,12 @@ class MpiCommunicatorBase(MpiCommunicator):
             factory = _strategies.GradientStrategy
         super().__init__(mpi_comm, factory(mpi_comm), self.communicator_name,
                          configs)
+
+    def _new_like(self, sub, configs):
+        # ChainerMN's split makes self.__class__(mpi_comm=...): a subclass
+        # keeps its own methods and runs its own __init__.
+        new = type(self)(mpi_comm=sub)
+        for name, value in configs.items():
+            if new._configs.get(name, object()) != value:
+                new.set_config(name, value)
+        return new

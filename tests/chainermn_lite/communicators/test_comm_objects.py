@@ -68,12 +68,36 @@ def test_gather_scatter_allreduce_obj(
     np.testing.assert_array_equal(total, np.full(3, n * (n - 1) // 2))
 
 
+@pytest.mark.mpi(sizes=(2, 3))
+def test_split_of_a_user_subclass_is_that_subclass(mpi_comm):
+    from chainermn_lite.communicators.naive_communicator import \
+        NaiveCommunicator
+
+    class Counting(NaiveCommunicator):
+        def __init__(self, mpi_comm):
+            super().__init__(mpi_comm)
+            self.made_by_init = True
+
+        def allreduce_obj(self, obj):
+            return ('counted', super().allreduce_obj(obj))
+
+    comm = Counting(mpi_comm)
+    comm.set_config('max_buf_len', 1000)
+    sub = comm.split(comm.rank % 2, comm.rank)
+    assert type(sub) is Counting and sub.made_by_init
+    assert sub.get_config('max_buf_len') == 1000
+    members = [i for i in range(comm.size) if i % 2 == comm.rank % 2]
+    assert sub.allreduce_obj(comm.rank) == ('counted', sum(members))
+    sub.finalize()
+
+
 @pytest.mark.mpi(sizes=(1, 2, 4))
 def test_split_keeps_kind(mpi_comm, make_communicator):
     comm = make_communicator(mpi_comm, 'hierarchical')
     r = comm.rank
     sub = comm.split(r % 2, -r)
     assert sub.name == 'hierarchical'
+    assert type(sub) is type(comm)      # ChainerMN: self.__class__(...)
     members = [i for i in range(comm.size) if i % 2 == r % 2]
     assert sub.size == len(members)
     # key -r reverses the order within each color.
