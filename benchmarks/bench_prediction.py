@@ -55,6 +55,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from simulator.engine.clock import ESTIMATES  # noqa: E402
+from simulator.tools.mpiexec_env import mpiexec_environment  # noqa: E402
 
 __all__ = ['main']
 
@@ -76,10 +77,7 @@ CASES = [
 
 
 def _env():
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    env.setdefault('OMPI_ALLOW_RUN_AS_ROOT', '1')
-    env.setdefault('OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1')
-    return env
+    return mpiexec_environment([ROOT], keep=True)
 
 
 def _children_cpu():

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 import simulator
 from simulator.errors import DeadlockError
 from simulator.tools import cli
+from simulator.tools.mpiexec_env import mpiexec_environment
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -104,10 +105,7 @@ def mpiexec_startup(size):
                or shutil.which('mpiexec'))
     if mpiexec is None:
         return None
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1',
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               PRTE_MCA_rmaps_default_mapping_policy=':oversubscribe',
-               OMPI_MCA_btl='^ofi', OMPI_MCA_mtl='^ofi')
+    env = mpiexec_environment()
     start = time.perf_counter()
     subprocess.run([mpiexec, '-n', str(size), sys.executable, '-c', 'pass'],
                    env=env, check=True, capture_output=True, timeout=300)

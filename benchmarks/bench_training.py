@@ -52,6 +52,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'examples', 'mnist'))
 
+from simulator.tools.mpiexec_env import mpiexec_environment  # noqa: E402
+
 RESULT = 'BENCH_RESULT '
 BATCH = 100
 UNITS = 1000
@@ -335,11 +337,8 @@ def worker_main(args):
 
 # -- launcher -------------------------------------------------------------
 def _env():
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1',
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1', OMP_NUM_THREADS='1',
-               OPENBLAS_NUM_THREADS='1', MKL_NUM_THREADS='1',
-               PYTHONPATH=os.pathsep.join(
-                   [ROOT, os.environ.get('PYTHONPATH', '')]))
+    env = mpiexec_environment([ROOT])
+    env['MKL_NUM_THREADS'] = '1'
     return env
 
 

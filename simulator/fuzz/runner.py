@@ -50,18 +50,13 @@ import tempfile
 
 from simulator.fuzz.gen import FAMILIES, generate, parse_families
 from simulator.tools import launch
+from simulator.tools.mpiexec_env import mpiexec_environment
 
 __all__ = ['Run', 'run_simulator', 'run_mpiexec', 'run_in_process',
            'compare', 'fuzz_one', 'main']
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-# What scripts/env.sh exports: root in containers, more ranks than cores.
-_MPI_ENV = {'OMPI_ALLOW_RUN_AS_ROOT': '1',
-            'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
-            'PRTE_MCA_rmaps_default_mapping_policy': ':oversubscribe',
-            'OMPI_MCA_btl': '^ofi', 'OMPI_MCA_mtl': '^ofi',
-            'OMP_NUM_THREADS': '1', 'OPENBLAS_NUM_THREADS': '1'}
 
 
 class Run:
@@ -79,12 +74,7 @@ class Run:
 
 
 def _env():
-    env = dict(os.environ)
-    for key, value in _MPI_ENV.items():
-        env.setdefault(key, value)
-    env['PYTHONPATH'] = os.pathsep.join(
-        [_ROOT] + [p for p in [env.get('PYTHONPATH')] if p])
-    return env
+    return mpiexec_environment([_ROOT], keep=True)
 
 
 def _read_logs(logdir, size):

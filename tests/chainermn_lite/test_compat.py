@@ -27,6 +27,7 @@ from chainermn_lite.communicators.non_cuda_aware_communicator import \
     NonCudaAwareCommunicator
 from chainermn_lite.communicators.pure_nccl_communicator import \
     PureNcclCommunicator
+from simulator.tools.mpiexec_env import mpiexec_environment
 
 MEAN_CLASSES = (NaiveCommunicator, FlatCommunicator, NonCudaAwareCommunicator,
                 HierarchicalCommunicator)
@@ -420,13 +421,7 @@ _EXAMPLE = os.path.join(_ROOT, 'examples', 'process_state',
 
 
 def _env():
-    env = dict(os.environ, PYTHONPATH=_ROOT, OMPI_ALLOW_RUN_AS_ROOT='1',
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1', OMP_NUM_THREADS='1',
-               PRTE_MCA_rmaps_default_mapping_policy=':oversubscribe',
-               OMPI_MCA_btl='^ofi', OMPI_MCA_mtl='^ofi')
-    for name in ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_RANK'):
-        env.pop(name, None)
-    return env
+    return mpiexec_environment([_ROOT])
 
 
 def _run(command, cwd):

@@ -21,6 +21,8 @@ import weakref
 import numpy as np
 import pytest
 
+from simulator.tools.mpiexec_env import mpiexec_environment
+
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     HERE))))
@@ -79,15 +81,7 @@ def probe(MPI):
 
 
 def _env():
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        p for p in (ROOT, os.environ.get('PYTHONPATH')) if p))
-    # as scripts/env.sh sets them: mpiexec as root, oversubscribed
-    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               PRTE_MCA_rmaps_default_mapping_policy=':oversubscribe',
-               OMPI_MCA_btl='^ofi', OMPI_MCA_mtl='^ofi', OMP_NUM_THREADS='1')
-    for name in ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_RANK'):
-        env.pop(name, None)
-    return env
+    return mpiexec_environment([ROOT])
 
 
 def _probed(command):

@@ -15,6 +15,8 @@ import zipfile
 
 import pytest
 
+from simulator.tools.mpiexec_env import mpiexec_environment
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, 'scripts')
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -22,16 +24,8 @@ TIMEOUT_S = 120
 
 
 def _env(**extra):
-    env = dict(os.environ, **extra)
-    env['PYTHONPATH'] = os.pathsep.join(
-        p for p in (ROOT, SCRIPTS, env.get('PYTHONPATH')) if p)
-    # What scripts/env.sh sets, so mpiexec works as root and oversubscribed.
-    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               PRTE_MCA_rmaps_default_mapping_policy=':oversubscribe',
-               OMPI_MCA_btl='^ofi', OMPI_MCA_mtl='^ofi', OMP_NUM_THREADS='1')
-    for name in ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_RANK'):
-        env.pop(name, None)
-    return env
+    return mpiexec_environment([ROOT, SCRIPTS],
+                               base=dict(os.environ, **extra))
 
 
 def _simulate(size, *args, stdin_text='', environ=()):

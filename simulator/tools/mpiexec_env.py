@@ -1,0 +1,41 @@
+"""The environment this project starts Open MPI's ``mpiexec`` in.
+
+What ``scripts/env.sh`` exports, for the tools, tests and benchmarks that
+launch ``mpiexec`` themselves: running as root (containers), more ranks
+than cores, no libfabric transports (they probe for networks a container
+lacks), one BLAS thread per rank. The variables of an enclosing MPI job
+are dropped, so that a test that itself runs under ``mpiexec`` starts a
+job of its own rather than joining that one.
+"""
+import os
+
+__all__ = ['MPIEXEC_ENV', 'mpiexec_environment']
+
+MPIEXEC_ENV = {
+    'OMPI_ALLOW_RUN_AS_ROOT': '1',
+    'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+    'PRTE_MCA_rmaps_default_mapping_policy': ':oversubscribe',
+    'OMPI_MCA_btl': '^ofi',
+    'OMPI_MCA_mtl': '^ofi',
+    'OMP_NUM_THREADS': '1',
+    'OPENBLAS_NUM_THREADS': '1',
+}
+_ENCLOSING_JOB = ('OMPI_COMM_WORLD_SIZE', 'PMI_SIZE', 'PMIX_RANK')
+
+
+def mpiexec_environment(pythonpath=(), base=None, keep=False):
+    """A copy of ``base`` (default ``os.environ``) for starting
+    ``mpiexec``: :data:`MPIEXEC_ENV` set (with ``keep``, values already
+    there win, as ``env.sh`` keeps a thread count it finds), the folders
+    ``pythonpath`` first on ``PYTHONPATH``, and the enclosing job's
+    variables removed."""
+    env = dict(os.environ if base is None else base)
+    for name, value in MPIEXEC_ENV.items():
+        if not keep or name not in env:
+            env[name] = value
+    paths = [p for p in list(pythonpath) + [env.get('PYTHONPATH')] if p]
+    if paths:
+        env['PYTHONPATH'] = os.pathsep.join(paths)
+    for name in _ENCLOSING_JOB:
+        env.pop(name, None)
+    return env
