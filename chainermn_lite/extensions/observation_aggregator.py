@@ -50,12 +50,14 @@ class ObservationAggregator(chainer.training.Extension):
         return self.comm.bcast_obj(summary)
 
     def __call__(self, trainer):
-        """Report the aggregate when ``compute_summary`` gives one, in the
-        form of this rank's observation (a Variable, an array, a float)."""
+        """Put the aggregate, when ``compute_summary`` gives one, into
+        ``trainer.observation`` (as ChainerMN does: inside a trainer that
+        is what its reporter collects), in the form of this rank's
+        observation (a Variable, an array, a float)."""
         summary = self.compute_summary(trainer)
         if summary is not None:
-            chainer.reporter.report({self.aggregated_key: _like(
-                summary, self._observed_like)})
+            trainer.observation[self.aggregated_key] = _like(
+                summary, self._observed_like)
 
 
 def _on_host(value):

@@ -347,10 +347,8 @@ def test_observation_aggregator_reports_in_the_observed_form(mpi_comm):
         trainer.updater = type('Updater', (), {'iteration': 1,
                                                'epoch_detail': 0.1})()
         aggregator.comm_trigger = lambda trainer: True
-        observation = {}
-        with chainer.reporter.Reporter().scope(observation):
-            aggregator(trainer)
-        got = observation['mean']
+        aggregator(trainer)
+        got = trainer.observation['mean']
         expected = (comm.size - 1) / 2.0
         if wrap is variable:
             assert isinstance(got, chainer.Variable)
@@ -375,12 +373,11 @@ def test_observation_aggregator_gives_rank_0_every_ranks_history(mpi_comm):
         comm, 'x', 'top', aggregator=highest)
     aggregator.comm_trigger = lambda trainer: next(fires)
     trainer = type('Trainer', (), {})()
-    observation = {}
     for step in (0, 1):
         trainer.observation = {'x': 10.0 * comm.rank + step}
-        with chainer.reporter.Reporter().scope(observation):
-            aggregator(trainer)
-    assert observation == {'top': 10.0 * (comm.size - 1) + 1}
+        aggregator(trainer)
+    assert trainer.observation == {'x': 10.0 * comm.rank + 1,
+                                   'top': 10.0 * (comm.size - 1) + 1}
     if comm.rank == 0:
         assert calls == [[[10.0 * r, 10.0 * r + 1] for r in
                           range(comm.size)]]
