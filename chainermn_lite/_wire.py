@@ -35,7 +35,7 @@ from chainermn_lite import _mpi
 
 __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
            'dtype_code', 'describe', 'describe_fixed', 'parse', 'parse_fixed',
-           'fixed_on_device',
+           'fixed_on_device', 'ROOT_FAILED', 'failure_code', 'root_failure',
            'allgather_descriptors', 'nbytes_of', 'byte_view', 'align',
            'offsets', 'check_count', 'arrays_at', 'FRAME_BYTES',
            'HEADER_WORDS', 'HEADER', 'KIND_ARRAY', 'KIND_TUPLE',
@@ -51,6 +51,32 @@ DESCRIPTOR_WORDS = 2 + MAX_NDIM
 # a bcast or scatter receiver has no array of its own to take the kind
 # from, and ChainerMN answers on the current device then.
 _ON_DEVICE = 1 << 32
+
+# The first word a root sends in bcast / scatter (a descriptor's dtype
+# word) and bcast_obj / scatter_obj (a size) is ROOT_FAILED minus a
+# failure_code when its own input failed: every rank then raises, instead
+# of waiting for data that never comes.
+ROOT_FAILED = -1
+_FAILURE_KINDS = (RuntimeError, TypeError, ValueError)
+
+
+def failure_code(error):
+    """The code of ``error``'s kind that the other ranks raise."""
+    for code, kind in enumerate(_FAILURE_KINDS):
+        if code and isinstance(error, kind):
+            return code
+    return 0
+
+
+def root_failure(what, rank, root, code):
+    """The error a non-root ``rank`` raises when ``root`` sent
+    ROOT_FAILED - ``code``."""
+    kind = _FAILURE_KINDS[code] if 0 <= code < len(_FAILURE_KINDS) \
+        else RuntimeError
+    return kind('{} (rank {}): root {} could not send its input (it raised '
+                '{} there), so nothing was sent'.format(
+                    what, rank, root, kind.__name__ if code else 'an error'))
+
 
 # dtype.char is stable across processes and platforms of one build.
 _DTYPE_CHARS = '?bBhHiIlLqQefdgFDG'

@@ -30,16 +30,34 @@ def _dumps(obj):
     return numpy.frombuffer(data, dtype=numpy.uint8)
 
 
+def _send_failure(comm, sizes, error, root):
+    """The root's input failed: tell every rank (see _wire.ROOT_FAILED)
+    through the sizes it broadcasts first."""
+    sizes[:] = _wire.ROOT_FAILED - _wire.failure_code(error)
+    comm.Bcast(sizes, root=root)
+
+
+def _raise_if_root_failed(comm, first_size, what, root):
+    if first_size <= _wire.ROOT_FAILED:
+        raise _wire.root_failure(what, comm.Get_rank(), root,
+                                 _wire.ROOT_FAILED - int(first_size))
+
+
 def bcast_obj(comm, obj, max_buf_len, root=0):
     """Broadcast a picklable object from ``root``."""
     _wire.check_root(root, comm.Get_size(), comm.Get_rank(), 'bcast_obj')
     is_root = comm.Get_rank() == root
     size = numpy.zeros(1, dtype=numpy.int64)
     if is_root:
-        data = _dumps(obj)
+        try:
+            data = _dumps(obj)
+        except Exception as error:
+            _send_failure(comm, size, error, root)
+            raise
         size[0] = data.size
     comm.Bcast(size, root=root)
     if not is_root:
+        _raise_if_root_failed(comm, size[0], 'bcast_obj', root)
         data = numpy.empty(int(size[0]), dtype=numpy.uint8)
     for start in range(0, data.size, max_buf_len):
         comm.Bcast(data[start:start + max_buf_len], root=root)
@@ -123,14 +141,20 @@ def scatter_obj(comm, objs, max_buf_len, root=0):
     is_root = rank == root
     sizes = numpy.zeros(nranks, dtype=numpy.int64)
     if is_root:
-        objs = list(objs)
-        if len(objs) != nranks:
-            raise ValueError('scatter_obj: expecting {} objects (one per '
-                             'rank), got {} at root {}'.format(
-                                 nranks, len(objs), root))
-        datas = [_dumps(o) for o in objs]
+        try:
+            objs = list(objs)
+            if len(objs) != nranks:
+                raise ValueError('scatter_obj: expecting {} objects (one '
+                                 'per rank), got {} at root {}'.format(
+                                     nranks, len(objs), root))
+            datas = [_dumps(o) for o in objs]
+        except Exception as error:
+            _send_failure(comm, sizes, error, root)
+            raise
         sizes[:] = [d.size for d in datas]
     comm.Bcast(sizes, root=root)
+    if not is_root:
+        _raise_if_root_failed(comm, sizes[0], 'scatter_obj', root)
     sizes = sizes.tolist()
     out = numpy.empty(sizes[rank], dtype=numpy.uint8)
     got = [0]

@@ -269,13 +269,21 @@ class MpiCommunicator(CommunicatorBase):
         chunk = max_buf_len or self._configs['max_buf_len']
         header = self._header
         if self._rank == root:
-            if isinstance(data, (tuple, list)):
-                raise TypeError('bcast: tuple data cannot be broadcast '
-                                '(root {})'.format(root))
-            x = _wire.as_sendable(data, 'bcast (root {})'.format(root))
-            _wire.describe_fixed(x, header, _device.is_device_array(data))
+            try:
+                if isinstance(data, (tuple, list)):
+                    raise TypeError('bcast: tuple data cannot be broadcast '
+                                    '(root {})'.format(root))
+                x = _wire.as_sendable(data, 'bcast (root {})'.format(root))
+                _wire.describe_fixed(x, header,
+                                     _device.is_device_array(data))
+            except Exception as error:
+                header[:] = 0
+                header[0] = _wire.ROOT_FAILED - _wire.failure_code(error)
+                self.mpi_comm.Bcast(header, root=root)
+                raise
         self.mpi_comm.Bcast(header, root=root)
         if self._rank != root:
+            self._raise_if_root_failed(header[0], 'bcast', root)
             dtype, shape = _wire.parse_fixed(header)
             x = numpy.empty(shape, dtype=dtype)
         view = _wire.byte_view(x)
@@ -321,26 +329,42 @@ class MpiCommunicator(CommunicatorBase):
         sendspec = None
         header = self._header
         if self._rank == root:
-            what = 'scatter (root {})'.format(root)
-            if isinstance(xs, (tuple, list)):
-                parts = [_wire.as_sendable(x, what) for x in xs]
-                packed = None
-                on_device = [_device.is_device_array(x) for x in xs]
-            else:
-                arr = _wire.as_sendable(xs, what)
-                if arr.ndim == 0:
-                    raise ValueError(what + ': cannot scatter a 0-d array')
-                parts = [arr[i] for i in range(arr.shape[0])]
-                packed = arr
-                on_device = [_device.is_device_array(xs)] * len(parts)
-            rows, sendspec = self._one_per_rank(parts, what, packed,
-                                                on_device)
+            try:
+                rows, sendspec = self._scatter_rows(xs, root)
+            except Exception as error:
+                rows = numpy.zeros((self._size, _wire.DESCRIPTOR_WORDS),
+                                   numpy.int64)
+                rows[:, 0] = _wire.ROOT_FAILED - _wire.failure_code(error)
+                self.mpi_comm.Scatter(rows, header, root=root)
+                raise
         self.mpi_comm.Scatter(rows, header, root=root)
+        self._raise_if_root_failed(header[0], 'scatter', root)
         dtype, shape = _wire.parse_fixed(header)
         out = numpy.empty(shape, dtype=dtype)
         self.mpi_comm.Scatterv(sendspec, _wire.byte_view(out), root=root)
         return _device.to_current_device(out) if _wire.fixed_on_device(
             header) else out
+
+    def _scatter_rows(self, xs, root):
+        """Root's (descriptor rows, Scatterv spec) for ``scatter(xs)``."""
+        what = 'scatter (root {})'.format(root)
+        if isinstance(xs, (tuple, list)):
+            parts = [_wire.as_sendable(x, what) for x in xs]
+            packed = None
+            on_device = [_device.is_device_array(x) for x in xs]
+        else:
+            arr = _wire.as_sendable(xs, what)
+            if arr.ndim == 0:
+                raise ValueError(what + ': cannot scatter a 0-d array')
+            parts = [arr[i] for i in range(arr.shape[0])]
+            packed = arr
+            on_device = [_device.is_device_array(xs)] * len(parts)
+        return self._one_per_rank(parts, what, packed, on_device)
+
+    def _raise_if_root_failed(self, first_word, what, root):
+        if first_word <= _wire.ROOT_FAILED:
+            raise _wire.root_failure(what, self._rank, root,
+                                     _wire.ROOT_FAILED - int(first_word))
 
     def alltoall(self, xs):
         """alltoall(xs): tuple whose i-th array is rank i's xs[rank]."""

@@ -99,3 +99,30 @@ def test_default_name_without_gpu_is_flat():
     except ImportError:
         pass
     assert communicators.default_communicator_name() == 'flat'
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+@pytest.mark.parametrize('call, bad, raised, others', [
+    ('bcast', lambda: (np.ones(2),), TypeError, TypeError),
+    ('bcast', lambda: 'text', TypeError, TypeError),
+    ('scatter', lambda: (np.ones(1),) * 9, ValueError, ValueError),
+    ('scatter', lambda: np.float32(1), ValueError, ValueError),
+    ('bcast_obj', lambda: (lambda: 1), AttributeError, RuntimeError),
+    ('scatter_obj', lambda: [1] * 9, ValueError, ValueError),
+])
+def test_a_roots_bad_input_raises_on_every_rank(
+        mpi_comm, make_communicator, call, bad, raised, others):
+    # The root raises on its own input; the others are told through the
+    # first word it broadcasts anyway, and raise instead of waiting for
+    # data that never comes. The communicator is usable after.
+    comm = make_communicator(mpi_comm, 'naive')
+    root = comm.size - 1
+    data = bad() if comm.rank == root else None
+    if comm.rank == root:
+        with pytest.raises(raised):
+            getattr(comm, call)(data, root=root)
+    else:
+        with pytest.raises(others, match='root {} could not send its input'
+                           .format(root)):
+            getattr(comm, call)(data, root=root)
+    assert comm.allreduce_obj(1) == comm.size
