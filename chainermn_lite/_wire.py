@@ -68,14 +68,15 @@ def failure_code(error):
     return 0
 
 
-def root_failure(what, rank, root, code):
-    """The error a non-root ``rank`` raises when ``root`` sent
-    ROOT_FAILED - ``code``."""
+def root_failure(what, rank, root, code, role='root'):
+    """The error ``rank`` raises when ``root`` (or another sender: its
+    ``role``) sent ROOT_FAILED - ``code``."""
     kind = _FAILURE_KINDS[code] if 0 <= code < len(_FAILURE_KINDS) \
         else RuntimeError
-    return kind('{} (rank {}): root {} could not send its input (it raised '
-                '{} there), so nothing was sent'.format(
-                    what, rank, root, kind.__name__ if code else 'an error'))
+    return kind('{} (rank {}): {} {} could not send its input (it raised {} '
+                'there), so nothing was sent'.format(
+                    what, rank, role, root,
+                    kind.__name__ if code else 'an error'))
 
 
 # dtype.char is stable across processes and platforms of one build.

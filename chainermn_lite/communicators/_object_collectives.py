@@ -85,12 +85,33 @@ def _exchange_rounds(comm, mine, sizes, collect, max_buf_len):
         done = [d + c for d, c in zip(done, counts)]
 
 
+def _pickled_and_sizes(comm, obj, what):
+    """(this rank's pickle of ``obj``, every rank's pickle size), from one
+    Allgather. A rank whose object does not pickle sends the failure
+    marker (see _wire.ROOT_FAILED) and raises its error; every other rank
+    raises too, naming the first such rank, instead of waiting for it."""
+    size = numpy.zeros(1, dtype=numpy.int64)
+    mine, error = None, None
+    try:
+        mine = _dumps(obj)
+        size[0] = mine.size
+    except Exception as e:
+        error = e
+        size[0] = _wire.ROOT_FAILED - _wire.failure_code(e)
+    sizes = numpy.zeros(comm.Get_size(), dtype=numpy.int64)
+    comm.Allgather(size, sizes)
+    if error is not None:
+        raise error
+    for rank, got in enumerate(sizes.tolist()):
+        if got <= _wire.ROOT_FAILED:
+            raise _wire.root_failure(what, comm.Get_rank(), rank,
+                                     _wire.ROOT_FAILED - got, role='rank')
+    return mine, sizes.tolist()
+
+
 def allgather_obj(comm, obj, max_buf_len):
     """Every rank's object, in rank order, on every rank."""
-    mine = _dumps(obj)
-    sizes = numpy.zeros(comm.Get_size(), dtype=numpy.int64)
-    comm.Allgather(numpy.array([mine.size], dtype=numpy.int64), sizes)
-    sizes = sizes.tolist()
+    mine, sizes = _pickled_and_sizes(comm, obj, 'allgather_obj')
     outs = [numpy.empty(s, dtype=numpy.uint8) for s in sizes]
     starts = [0] * len(sizes)
 
@@ -111,10 +132,7 @@ def gather_obj(comm, obj, max_buf_len, root=0):
     _wire.check_root(root, comm.Get_size(), comm.Get_rank(), 'gather_obj')
     rank = comm.Get_rank()
     is_root = rank == root
-    mine = _dumps(obj)
-    sizes = numpy.zeros(comm.Get_size(), dtype=numpy.int64)
-    comm.Allgather(numpy.array([mine.size], dtype=numpy.int64), sizes)
-    sizes = sizes.tolist()
+    mine, sizes = _pickled_and_sizes(comm, obj, 'gather_obj')
     outs = [numpy.empty(s, dtype=numpy.uint8) for s in sizes] \
         if is_root else None
     starts = [0] * len(sizes)

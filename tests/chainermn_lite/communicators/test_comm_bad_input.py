@@ -126,3 +126,20 @@ def test_a_roots_bad_input_raises_on_every_rank(
                            .format(root)):
             getattr(comm, call)(data, root=root)
     assert comm.allreduce_obj(1) == comm.size
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+@pytest.mark.parametrize('call', ['gather_obj', 'allgather_obj',
+                                  'allreduce_obj'])
+def test_an_object_that_does_not_pickle_raises_on_every_rank(
+        mpi_comm, make_communicator, call):
+    comm = make_communicator(mpi_comm, 'naive')
+    last = comm.size - 1
+    if comm.rank == last:
+        with pytest.raises(AttributeError, match='pickle'):
+            getattr(comm, call)(lambda: comm.rank)
+    else:
+        with pytest.raises(RuntimeError, match='rank {} could not send its '
+                           'input'.format(last)):
+            getattr(comm, call)(comm.rank)
+    assert comm.allreduce_obj(1) == comm.size
