@@ -35,7 +35,7 @@ from chainermn_lite import _mpi
 
 __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
            'dtype_code', 'describe', 'describe_fixed', 'parse', 'parse_fixed',
-           'fixed_on_device', 'ROOT_FAILED', 'failure_code', 'root_failure',
+           'fixed_on_device', 'ROOT_FAILED', 'failure_word', 'raise_if_failed',
            'allgather_descriptors', 'nbytes_of', 'byte_view', 'align',
            'offsets', 'check_count', 'arrays_at', 'FRAME_BYTES',
            'HEADER_WORDS', 'HEADER', 'KIND_ARRAY', 'KIND_TUPLE',
@@ -53,30 +53,35 @@ DESCRIPTOR_WORDS = 2 + MAX_NDIM
 _ON_DEVICE = 1 << 32
 
 # The first word a root sends in bcast / scatter (a descriptor's dtype
-# word) and bcast_obj / scatter_obj (a size) is ROOT_FAILED minus a
-# failure_code when its own input failed: every rank then raises, instead
-# of waiting for data that never comes.
+# word) and bcast_obj / scatter_obj (a size), and each rank's size in the
+# object gathers, is a failure_word when that sender's own input failed:
+# every rank then raises (raise_if_failed), instead of waiting for data
+# that never comes.
 ROOT_FAILED = -1
 _FAILURE_KINDS = (RuntimeError, TypeError, ValueError)
 
 
-def failure_code(error):
-    """The code of ``error``'s kind that the other ranks raise."""
+def failure_word(error):
+    """The word (<= ROOT_FAILED) that tells the other ranks ``error``'s
+    kind, which they raise."""
     for code, kind in enumerate(_FAILURE_KINDS):
         if code and isinstance(error, kind):
-            return code
-    return 0
+            return ROOT_FAILED - code
+    return ROOT_FAILED
 
 
-def root_failure(what, rank, root, code, role='root'):
-    """The error ``rank`` raises when ``root`` (or another sender: its
-    ``role``) sent ROOT_FAILED - ``code``."""
-    kind = _FAILURE_KINDS[code] if 0 <= code < len(_FAILURE_KINDS) \
+def raise_if_failed(word, what, rank, sender, role='root'):
+    """Raise, on ``rank``, the error of ``sender``'s failure_word (its
+    ``role`` in the call names it); nothing for any other word."""
+    if word > ROOT_FAILED:
+        return
+    code = ROOT_FAILED - int(word)
+    kind = _FAILURE_KINDS[code] if code < len(_FAILURE_KINDS) \
         else RuntimeError
-    return kind('{} (rank {}): {} {} could not send its input (it raised {} '
-                'there), so nothing was sent'.format(
-                    what, rank, role, root,
-                    kind.__name__ if code else 'an error'))
+    raise kind('{} (rank {}): {} {} could not send its input (it raised {} '
+               'there), so nothing was sent'.format(
+                   what, rank, role, sender,
+                   kind.__name__ if code else 'an error'))
 
 
 # dtype.char is stable across processes and platforms of one build.

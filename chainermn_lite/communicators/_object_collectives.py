@@ -31,16 +31,10 @@ def _dumps(obj):
 
 
 def _send_failure(comm, sizes, error, root):
-    """The root's input failed: tell every rank (see _wire.ROOT_FAILED)
-    through the sizes it broadcasts first."""
-    sizes[:] = _wire.ROOT_FAILED - _wire.failure_code(error)
+    """The root's input failed: tell every rank through the sizes it
+    broadcasts first (_wire.failure_word)."""
+    sizes[:] = _wire.failure_word(error)
     comm.Bcast(sizes, root=root)
-
-
-def _raise_if_root_failed(comm, first_size, what, root):
-    if first_size <= _wire.ROOT_FAILED:
-        raise _wire.root_failure(what, comm.Get_rank(), root,
-                                 _wire.ROOT_FAILED - int(first_size))
 
 
 def bcast_obj(comm, obj, max_buf_len, root=0):
@@ -57,7 +51,7 @@ def bcast_obj(comm, obj, max_buf_len, root=0):
         size[0] = data.size
     comm.Bcast(size, root=root)
     if not is_root:
-        _raise_if_root_failed(comm, size[0], 'bcast_obj', root)
+        _wire.raise_if_failed(size[0], 'bcast_obj', comm.Get_rank(), root)
         data = numpy.empty(int(size[0]), dtype=numpy.uint8)
     for start in range(0, data.size, max_buf_len):
         comm.Bcast(data[start:start + max_buf_len], root=root)
@@ -97,16 +91,15 @@ def _pickled_and_sizes(comm, obj, what):
         size[0] = mine.size
     except Exception as e:
         error = e
-        size[0] = _wire.ROOT_FAILED - _wire.failure_code(e)
+        size[0] = _wire.failure_word(e)
     sizes = numpy.zeros(comm.Get_size(), dtype=numpy.int64)
     comm.Allgather(size, sizes)
     if error is not None:
         raise error
-    for rank, got in enumerate(sizes.tolist()):
-        if got <= _wire.ROOT_FAILED:
-            raise _wire.root_failure(what, comm.Get_rank(), rank,
-                                     _wire.ROOT_FAILED - got, role='rank')
-    return mine, sizes.tolist()
+    sizes = sizes.tolist()
+    for rank, got in enumerate(sizes):
+        _wire.raise_if_failed(got, what, comm.Get_rank(), rank, role='rank')
+    return mine, sizes
 
 
 def allgather_obj(comm, obj, max_buf_len):
@@ -172,7 +165,8 @@ def scatter_obj(comm, objs, max_buf_len, root=0):
         sizes[:] = [d.size for d in datas]
     comm.Bcast(sizes, root=root)
     if not is_root:
-        _raise_if_root_failed(comm, sizes[0], 'scatter_obj', root)
+        _wire.raise_if_failed(sizes[0], 'scatter_obj', comm.Get_rank(),
+                              root)
     sizes = sizes.tolist()
     out = numpy.empty(sizes[rank], dtype=numpy.uint8)
     got = [0]

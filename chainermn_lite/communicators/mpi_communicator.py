@@ -278,12 +278,12 @@ class MpiCommunicator(CommunicatorBase):
                                      _device.is_device_array(data))
             except Exception as error:
                 header[:] = 0
-                header[0] = _wire.ROOT_FAILED - _wire.failure_code(error)
+                header[0] = _wire.failure_word(error)
                 self.mpi_comm.Bcast(header, root=root)
                 raise
         self.mpi_comm.Bcast(header, root=root)
         if self._rank != root:
-            self._raise_if_root_failed(header[0], 'bcast', root)
+            _wire.raise_if_failed(header[0], 'bcast', self._rank, root)
             dtype, shape = _wire.parse_fixed(header)
             x = numpy.empty(shape, dtype=dtype)
         view = _wire.byte_view(x)
@@ -334,11 +334,11 @@ class MpiCommunicator(CommunicatorBase):
             except Exception as error:
                 rows = numpy.zeros((self._size, _wire.DESCRIPTOR_WORDS),
                                    numpy.int64)
-                rows[:, 0] = _wire.ROOT_FAILED - _wire.failure_code(error)
+                rows[:, 0] = _wire.failure_word(error)
                 self.mpi_comm.Scatter(rows, header, root=root)
                 raise
         self.mpi_comm.Scatter(rows, header, root=root)
-        self._raise_if_root_failed(header[0], 'scatter', root)
+        _wire.raise_if_failed(header[0], 'scatter', self._rank, root)
         dtype, shape = _wire.parse_fixed(header)
         out = numpy.empty(shape, dtype=dtype)
         self.mpi_comm.Scatterv(sendspec, _wire.byte_view(out), root=root)
@@ -360,11 +360,6 @@ class MpiCommunicator(CommunicatorBase):
             packed = arr
             on_device = [_device.is_device_array(xs)] * len(parts)
         return self._one_per_rank(parts, what, packed, on_device)
-
-    def _raise_if_root_failed(self, first_word, what, root):
-        if first_word <= _wire.ROOT_FAILED:
-            raise _wire.root_failure(what, self._rank, root,
-                                     _wire.ROOT_FAILED - int(first_word))
 
     def alltoall(self, xs):
         """alltoall(xs): tuple whose i-th array is rank i's xs[rank]."""
