@@ -47,12 +47,13 @@ def replace_peer(dest, source):
 
 
 def checked_send(request, b, sent):
-    """``request`` (a send of buffer ``b``, whose data ``sent`` went out)
-    as a :class:`SendRequest` that checks the caller's memory when it
-    completes; as it is where ``b`` is a packed copy, not that memory."""
-    if type(request) is not SendRequest or b.scatter is not None:
-        return request
-    return SendRequest(request._activity, b.data[:b.count], sent)
+    """``request`` (the :class:`SendRequest` of a send of buffer ``b``,
+    whose data ``sent`` went out), now checking the caller's memory when
+    it completes; as it is where ``b`` is a packed copy, not that
+    memory."""
+    if type(request) is SendRequest and b.scatter is None:
+        request._memory, request._sent = b.data[:b.count], sent
+    return request
 
 
 def _user_memory(b):
