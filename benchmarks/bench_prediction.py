@@ -4,12 +4,17 @@
         [--quiet-below LOAD --quiet-wait S] [--compute-estimate median|raw]
         [--all-cores] [--no-fixed-layout]
 
-Calibrates this machine first (``python -m simulator.calibrate``) unless
+Calibrates this machine (``python -m simulator.calibrate``) unless
 ``--machine`` names a description, then for each case runs, in turns,
 the real program under ``mpiexec -n 2`` and the same program under
 ``python -m simulator -n 2 --machine FILE``, and reads the time the
 program reports itself (so the prediction is whatever its own clock
-read in virtual time):
+read in virtual time). Without ``--machine`` each turn calibrates again
+just before its real run and predicts with that description (this VM's
+memory and network rates move by up to ~2x for minutes at a time, so a
+description taken minutes earlier may describe another machine than the
+one the run meets); the first description, the same for every turn,
+gives the predictions' spread. The cases:
 
 - ``examples/mnist/train_mnist.py --epoch 2``: Chainer's elapsed_time;
 - ``examples/model_parallel/train_mlp.py --epoch 2``: elapsed_time;
@@ -49,7 +54,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
+import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -63,6 +70,10 @@ _ELAPSED = re.compile(r'^(?:\[\d+\] )?(?:\x1b\[J)?\d+\s.*?([\d.]+)\s*$')
 # The simulator's summary of its slowest rank.
 _SUMMARY = re.compile(r'^virtual time: [\d.]+ s \(compute ([\d.]+), '
                       r'communication [\d.]+, waiting ([\d.]+)\)')
+
+# The buffer size whose Allreduce rates the table shows beside the
+# calibrations' latency and bandwidth: the kernel's 4 MiB.
+_RATE_AT = 4 << 20
 
 CASES = [
     ('mnist 2 ranks 2 epochs', 'elapsed',
@@ -143,10 +154,64 @@ def _slowest(stdout):
     raise SystemExit('no virtual time summary in:\n' + stdout[-2000:])
 
 
-def _calibrate(path):
-    _run([sys.executable, '-m', 'simulator.calibrate', '-o', path])
+def _read(path):
     with open(path) as f:
         return f.read()
+
+
+def _calibrate(calibrations):
+    """Calibrate this machine now: the path of a fresh description, whose
+    (latency, bandwidth, Allreduce rates at 4 MiB) join ``calibrations``."""
+    path = os.path.join(tempfile.mkdtemp(), 'calibrated.toml')
+    _run([sys.executable, '-m', 'simulator.calibrate', '-o', path])
+    with open(path, 'rb') as f:
+        figures = tomllib.load(f)
+    at = dict(figures['copy_bandwidth']).get(_RATE_AT)
+    calibrations.append((figures['links']['intra']['latency'],
+                         figures['links']['intra']['bandwidth'], at,
+                         dict(figures['reduce_bandwidth']).get(_RATE_AT)))
+    return path
+
+
+def _measure(script, options, quiet, machine, calibrations, sim_options,
+             sim_loads):
+    """``options.repeat`` turns of: the real run under mpiexec, the
+    simulator in virtual time on a description calibrated just before it
+    (the prediction the real run is compared with), again on ``machine``
+    (one description for every turn: the predictions' spread), and
+    without virtual time (its cost). Returns lists of (real outputs,
+    predictions beside them, predictions on ``machine``, plain
+    simulator seconds, virtual-time simulator seconds, busy fractions).
+
+    Calibrating beside each measurement: on a shared VM the memory and
+    network rates move by up to ~2x for minutes at a time, so a
+    description measured minutes before a run can describe another
+    machine than the one the run meets.
+    """
+    measured, beside, steady, sim_plain, sim_virtual, busy = \
+        [], [], [], [], [], []
+    virtual = [sys.executable, '-m', 'simulator', '-n', '2', '--machine']
+    for _ in range(options.repeat):
+        quiet.wait()
+        now = machine if options.machine else _calibrate(calibrations)
+        out, wall, cpu = _run(['mpiexec', '-n', '2', sys.executable] +
+                              script)
+        measured.append(out)
+        busy.append(cpu / (2 * wall))
+        quiet.wait()
+        sim_loads.append(os.getloadavg()[0])
+        out, wall, _ = _run(virtual + [now] + sim_options + script)
+        beside.append(out)
+        if now != machine:
+            quiet.wait()
+            out, wall, _ = _run(virtual + [machine] + sim_options + script)
+        steady.append(out)
+        sim_virtual.append(wall)
+        quiet.wait()
+        _, wall, _ = _run([sys.executable, '-m', 'simulator', '-n',
+                           '2'] + script)
+        sim_plain.append(wall)
+    return measured, beside, steady, sim_plain, sim_virtual, busy
 
 
 def main(argv=None):
@@ -185,12 +250,12 @@ def main(argv=None):
             options.repeat))
     quiet = _Quiet(options.quiet_below, options.quiet_wait)
     machine = options.machine
+    calibrations = []
     if machine is None:
         quiet.wait()
-        machine = os.path.join(tempfile.mkdtemp(), 'calibrated.toml')
-        text = _calibrate(machine)
+        machine = _calibrate(calibrations)
         print('calibrated ({}):\n  {}'.format(machine, '\n  '.join(
-            x for x in text.splitlines() if '=' in x)))
+            x for x in _read(machine).splitlines() if '=' in x)))
     load_before = os.getloadavg()[0]
     rows = []
     runs = {}
@@ -198,32 +263,16 @@ def main(argv=None):
     for name, kind, script in CASES:
         key = tuple(script)
         if key not in runs:
-            measured, predicted, sim_plain, sim_virtual, busy = \
-                [], [], [], [], []
-            for _ in range(options.repeat):
-                quiet.wait()
-                out, wall, cpu = _run(['mpiexec', '-n', '2',
-                                       sys.executable] + script)
-                measured.append(out)
-                busy.append(cpu / (2 * wall))
-                quiet.wait()
-                sim_loads.append(os.getloadavg()[0])
-                out, wall, _ = _run([sys.executable, '-m', 'simulator',
-                                     '-n', '2', '--machine', machine] +
-                                    sim_options + script)
-                predicted.append(out)
-                sim_virtual.append(wall)
-                quiet.wait()
-                _, wall, _ = _run([sys.executable, '-m', 'simulator', '-n',
-                                   '2'] + script)
-                sim_plain.append(wall)
-            runs[key] = (measured, predicted, sim_plain, sim_virtual, busy)
-        measured, predicted, sim_plain, sim_virtual, busy = runs[key]
+            runs[key] = _measure(script, options, quiet, machine,
+                                 calibrations, sim_options, sim_loads)
+        measured, beside, steady, sim_plain, sim_virtual, busy = runs[key]
         m = [_figure(out, kind) for out in measured]
-        p = [_figure(out, kind) for out in predicted]
-        pm, mm = statistics.median(p), statistics.median(m)
-        rows.append((name, pm, mm, pm / mm, _spread(p), _spread(m),
-                     statistics.median(busy),
+        p = [_figure(out, kind) for out in beside]
+        s = [_figure(out, kind) for out in steady]
+        ratios = [a / b for a, b in zip(p, m)]
+        rows.append((name, statistics.median(p), statistics.median(m),
+                     statistics.median(ratios), min(ratios), max(ratios),
+                     _spread(s), _spread(m), statistics.median(busy),
                      statistics.median(sim_virtual) /
                      statistics.median(sim_plain) - 1))
     print('\ncompute estimate: {}{}{}'.format(
@@ -239,27 +288,45 @@ def main(argv=None):
             else '')))
     print('load average at the start of the simulator runs: {:.1f}-{:.1f}'
           .format(min(sim_loads), max(sim_loads)))
-    print('{:<36} {:>10} {:>10} {:>6} {:>9} {:>7} {:>7} {:>5} {:>7}'.format(
-        'case (2 ranks)', 'predicted', 'measured', 'ratio', 'goal',
-        'spread', 'm.sprd', 'busy', 'VT cost'))
-    for name, pm, mm, ratio, spread, mspread, cpu, cost in rows:
-        print('{:<36} {:>9.4f}s {:>9.4f}s {:>6.2f} {:>9} {:>6.1f}% '
-              '{:>6.1f}% {:>4.0f}% {:>6.0f}%'.format(
-                  name, pm, mm, ratio, '0.8-1.25', spread * 100,
+    print('{:<36} {:>10} {:>10} {:>6} {:>10} {:>9} {:>7} {:>7} {:>5} '
+          '{:>7}'.format('case (2 ranks)', 'predicted', 'measured', 'ratio',
+                         'turns', 'goal', 'spread', 'm.sprd', 'busy',
+                         'VT cost'))
+    for name, pm, mm, ratio, low, high, spread, mspread, cpu, cost in rows:
+        print('{:<36} {:>9.4f}s {:>9.4f}s {:>6.2f} {:>4.2f}-{:<4.2f} {:>9} '
+              '{:>6.1f}% {:>6.1f}% {:>4.0f}% {:>6.0f}%'.format(
+                  name, pm, mm, ratio, low, high, '0.8-1.25', spread * 100,
                   mspread * 100, cpu * 100, cost * 100))
-    print('(spread / m.sprd: (max - min) / median of the predictions / '
-          'measurements over {} runs, goal for predictions <= 5%; busy: '
-          'CPU of the mpiexec run over its wall time x 2 ranks; VT cost: '
-          'simulator run time with virtual time over without, goal <= '
-          '30%; the kernels share one run)'.format(options.repeat))
+    print(textwrap.fill(
+        '(predicted: on a description calibrated just before each real '
+        'run; ratio: the median over the {0} turns of predicted / measured '
+        'in the same turn; turns: the least and the most of them; spread / '
+        'm.sprd: (max - min) / median of the predictions on one description '
+        '(the first) / of the measurements over the {0} turns, goal for the '
+        'predictions <= 5%; busy: CPU of the mpiexec run over its wall time '
+        'x 2 ranks; VT cost: simulator run time with virtual time over '
+        'without, goal <= 30%; the kernels share one run)'.format(
+            options.repeat), 100))
+    if len(calibrations) > 1:
+        latency, bandwidth, copy, add = zip(*calibrations)
+        print('\nthe {} calibrations (one per turn, plus the first): '
+              'latency {:.3g}-{:.3g} s, bandwidth {}, Allreduce of {} MiB: '
+              'copy {}, sum {}'.format(
+                  len(calibrations), min(latency), max(latency),
+                  _rates(bandwidth), _RATE_AT >> 20, _rates(copy),
+                  _rates(add)))
     print('\nwhere the predictions moved: the slowest simulated rank, '
           'each run (s)')
     print('{:<36} {:>26} {:>26}'.format('script', 'compute', 'waiting'))
-    for script, (_, predicted, _, _, _) in runs.items():
-        compute, waiting = zip(*map(_slowest, predicted))
+    for script, (_, _, steady, _, _, _) in runs.items():
+        compute, waiting = zip(*map(_slowest, steady))
         print('{:<36} {:>26} {:>26}'.format(
             os.path.basename(script[0]), _range(compute), _range(waiting)))
     return 0
+
+
+def _rates(values):
+    return '{:.3g}-{:.3g} B/s'.format(min(values), max(values))
 
 
 def _range(values):
