@@ -36,6 +36,7 @@ from chainermn_lite import _mpi
 __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
            'dtype_code', 'describe', 'describe_fixed', 'parse', 'parse_fixed',
            'fixed_on_device', 'ROOT_FAILED', 'failure_word', 'raise_if_failed',
+           'failure_rows', 'raise_if_any_failed',
            'allgather_descriptors', 'nbytes_of', 'byte_view', 'align',
            'offsets', 'check_count', 'arrays_at', 'FRAME_BYTES',
            'HEADER_WORDS', 'HEADER', 'KIND_ARRAY', 'KIND_TUPLE',
@@ -53,10 +54,11 @@ DESCRIPTOR_WORDS = 2 + MAX_NDIM
 _ON_DEVICE = 1 << 32
 
 # The first word a root sends in bcast / scatter (a descriptor's dtype
-# word) and bcast_obj / scatter_obj (a size), and each rank's size in the
-# object gathers, is a failure_word when that sender's own input failed:
-# every rank then raises (raise_if_failed), instead of waiting for data
-# that never comes.
+# word) and bcast_obj / scatter_obj (a size), each rank's size in the
+# object gathers, and each rank's descriptor rows in the array gathers,
+# allreduce and alltoall, is a failure_word when that sender's own input
+# failed: every rank then raises (raise_if_failed), instead of waiting
+# for data that never comes.
 ROOT_FAILED = -1
 _FAILURE_KINDS = (RuntimeError, TypeError, ValueError)
 
@@ -82,6 +84,21 @@ def raise_if_failed(word, what, rank, sender, role='root'):
                'there), so nothing was sent'.format(
                    what, rank, role, sender,
                    kind.__name__ if code else 'an error'))
+
+
+def failure_rows(error, count):
+    """``count`` descriptor rows that tell their receivers ``error``'s
+    kind (a failure_word where the dtype word goes)."""
+    rows = numpy.zeros((count, DESCRIPTOR_WORDS), dtype=numpy.int64)
+    rows[:, 0] = failure_word(error)
+    return rows
+
+
+def raise_if_any_failed(rows, what, rank):
+    """Raise, on ``rank``, the error of the first sender whose descriptor
+    row (``rows[sender]``) carries a failure_word."""
+    for sender, word in enumerate(rows[:, 0].tolist()):
+        raise_if_failed(word, what, rank, sender, role='rank')
 
 
 # dtype.char is stable across processes and platforms of one build.
@@ -159,19 +176,31 @@ def fixed_on_device(row):
     return bool(row[1] & _ON_DEVICE)
 
 
-def allgather_descriptors(mpi_comm, x, row=None):
-    """[(dtype, shape)] of every rank's array ``x``, indexed by rank.
+def allgather_descriptors(mpi_comm, make, what, row=None):
+    """``(x, [(dtype, shape)] of every rank's x by rank)``, where ``x =
+    make()`` is this rank's array (made sendable, its shape checked...).
 
     One ``Allgather`` of fixed-width rows; ``row`` is an optional reusable
-    int64 buffer of ``DESCRIPTOR_WORDS`` for this rank's own row.
+    int64 buffer of ``DESCRIPTOR_WORDS`` for this rank's own row. A rank
+    whose ``make()`` raises still joins the Allgather, its row's first
+    word its failure_word, and re-raises; every other rank raises too,
+    naming it (``what`` names the call), instead of waiting for data that
+    never comes.
     """
     if row is None:
         row = numpy.empty(DESCRIPTOR_WORDS, dtype=numpy.int64)
-    describe_fixed(x, row)
     rows = numpy.empty((mpi_comm.Get_size(), DESCRIPTOR_WORDS),
                        dtype=numpy.int64)
+    try:
+        x = make()
+        describe_fixed(x, row)
+    except Exception as error:
+        row[:] = failure_rows(error, 1)[0]
+        mpi_comm.Allgather(row, rows)
+        raise
     mpi_comm.Allgather(row, rows)
-    return [parse_fixed(r) for r in rows]
+    raise_if_any_failed(rows, what, mpi_comm.Get_rank())
+    return x, [parse_fixed(r) for r in rows]
 
 
 def nbytes_of(dtype, shape):

@@ -225,9 +225,19 @@ class MpiCommunicator(CommunicatorBase):
         return self._p2p.recv_object(source, tag, status)
 
     # -- array collectives -----------------------------------------------
-    def _descriptors(self, x):
-        """Every rank's (dtype, shape) of ``x``, by rank."""
-        return _wire.allgather_descriptors(self.mpi_comm, x, self._header)
+    def _sendable_everywhere(self, data, call, refuse_tuple=False):
+        """(``data`` as a sendable array, every rank's (dtype, shape) by
+        rank) in collective ``call``; when ``data`` is no sendable array
+        on some rank, every rank raises (see
+        ``_wire.allgather_descriptors``)."""
+        what = '{} (rank {})'.format(call, self._rank)
+
+        def make():
+            if refuse_tuple and isinstance(data, (tuple, list)):
+                raise TypeError(what + ': tuple data cannot be allreduced')
+            return _wire.as_sendable(data, what)
+        return _wire.allgather_descriptors(self.mpi_comm, make, call,
+                                           self._header)
 
     def _v_layout(self, descs, what):
         """Byte counts, 16-aligned displacements and the total of a buffer
@@ -298,8 +308,7 @@ class MpiCommunicator(CommunicatorBase):
         """gather(x, root=0): tuple of every rank's array at root."""
         data = x
         self._check_root(root, 'gather')
-        x = _wire.as_sendable(data, 'gather (rank {})'.format(self._rank))
-        descs = self._descriptors(x)
+        x, descs = self._sendable_everywhere(data, 'gather')
         counts, displs, total = self._v_layout(descs, 'gather')
         if self._rank != root:
             self.mpi_comm.Gatherv(_wire.byte_view(x), None, root=root)
@@ -313,8 +322,7 @@ class MpiCommunicator(CommunicatorBase):
         """allgather(x): tuple of every rank's array on every rank (on the
         current device when ``x`` is a device array)."""
         data = x
-        x = _wire.as_sendable(data, 'allgather (rank {})'.format(self._rank))
-        descs = self._descriptors(x)
+        x, descs = self._sendable_everywhere(data, 'allgather')
         counts, displs, total = self._v_layout(descs, 'allgather')
         buf = numpy.empty(total, dtype=numpy.uint8)
         self.mpi_comm.Allgatherv(_wire.byte_view(x), [buf, (counts, displs)])
@@ -332,9 +340,7 @@ class MpiCommunicator(CommunicatorBase):
             try:
                 rows, sendspec = self._scatter_rows(xs, root)
             except Exception as error:
-                rows = numpy.zeros((self._size, _wire.DESCRIPTOR_WORDS),
-                                   numpy.int64)
-                rows[:, 0] = _wire.failure_word(error)
+                rows = _wire.failure_rows(error, self._size)
                 self.mpi_comm.Scatter(rows, header, root=root)
                 raise
         self.mpi_comm.Scatter(rows, header, root=root)
@@ -364,10 +370,17 @@ class MpiCommunicator(CommunicatorBase):
     def alltoall(self, xs):
         """alltoall(xs): tuple whose i-th array is rank i's xs[rank]."""
         what = 'alltoall (rank {})'.format(self._rank)
-        rows, sendspec = self._one_per_rank(
-            [_wire.as_sendable(x, what) for x in xs], what)
-        got = numpy.empty_like(rows)
+        got = numpy.empty((self._size, _wire.DESCRIPTOR_WORDS), numpy.int64)
+        try:
+            rows, sendspec = self._one_per_rank(
+                [_wire.as_sendable(x, what) for x in xs], what)
+        except Exception as error:
+            # The others learn it from their row of ours and raise too.
+            self.mpi_comm.Alltoall(_wire.failure_rows(error, self._size),
+                                   got)
+            raise
         self.mpi_comm.Alltoall(rows, got)
+        _wire.raise_if_any_failed(got, 'alltoall', self._rank)
         descs = [_wire.parse_fixed(row) for row in got]
         rcounts, rdispls, total = self._v_layout(descs, what)
         rbuf = numpy.empty(total, dtype=numpy.uint8)
@@ -382,11 +395,8 @@ class MpiCommunicator(CommunicatorBase):
         raises ValueError listing each rank's shape and dtype.
         """
         data = x
-        what = 'allreduce (rank {})'.format(self._rank)
-        if isinstance(data, (tuple, list)):
-            raise TypeError(what + ': tuple data cannot be allreduced')
-        x = _wire.as_sendable(data, what)
-        descs = self._descriptors(x)
+        x, descs = self._sendable_everywhere(data, 'allreduce',
+                                             refuse_tuple=True)
         if any(d != descs[0] for d in descs):
             raise ValueError('allreduce: ranks passed different arrays: ' +
                              ', '.join('rank {}: shape {} dtype {}'.format(

@@ -234,11 +234,15 @@ class SumGradsOverGrid(chainer.function_node.FunctionNode):
 
 def _tile_shapes(mpi_comm, grid, x, what):
     """(batch, channels, H, W) of the whole image the tiles form."""
-    if x.ndim != 4:
-        raise ValueError('{}: expected an NCHW tile, got shape {}'.format(
-            what, x.shape))
-    shapes = [shape for _, shape in
-              _wire.allgather_descriptors(mpi_comm, x)]
+    def tile():
+        if x.ndim != 4:
+            raise ValueError('{}: expected an NCHW tile, got shape {}'.format(
+                what, x.shape))
+        return x
+    # A rank's wrong tile raises on every rank.
+    _, descs = _wire.allgather_descriptors(
+        mpi_comm, tile, what)
+    shapes = [shape for _, shape in descs]
     rows, cols = grid
     heights = [shapes[r * cols][2] if len(shapes[r * cols]) == 4 else -1
                for r in range(rows)]

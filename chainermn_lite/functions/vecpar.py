@@ -29,9 +29,11 @@ def feature_bounds(size, comm):
 
 
 def _check_2d(x, what):
+    """``x``, if it is a (batch, features) array."""
     if x.ndim != 2:
         raise ValueError('{} expects (batch, features) arrays, got shape '
                          '{}'.format(what, x.shape))
+    return x
 
 
 class SplitFeatures(chainer.function_node.FunctionNode):
@@ -69,9 +71,11 @@ class GatherFeatures(chainer.function_node.FunctionNode):
 
     def forward(self, inputs):
         x, = inputs
-        _check_2d(x, 'gather_features')
-        shapes = [shape for _, shape in
-                  _wire.allgather_descriptors(self.mpi_comm, x)]
+        # A rank's wrong slice raises on every rank.
+        _, descs = _wire.allgather_descriptors(
+            self.mpi_comm, lambda: _check_2d(x, 'gather_features'),
+            'gather_features')
+        shapes = [shape for _, shape in descs]
         counts = [s[1] if len(s) == 2 else -1 for s in shapes]
         total = sum(counts)
         expected = [b - a for a, b in axis_bounds(total,

@@ -180,7 +180,9 @@ def test_allgather_descriptors(mpi_comm):
     mine = np.zeros((rank, 2) if rank % 2 else (rank + 1,),
                     dtype=DTYPES[rank])
     row = np.empty(_wire.DESCRIPTOR_WORDS, dtype=np.int64)
-    for got in (_wire.allgather_descriptors(mpi_comm, mine),
-                _wire.allgather_descriptors(mpi_comm, mine, row)):
+    for x, got in (_wire.allgather_descriptors(mpi_comm, lambda: mine, 'a'),
+                   _wire.allgather_descriptors(mpi_comm, lambda: mine, 'a',
+                                               row)):
+        assert x is mine
         assert got == [(np.dtype(DTYPES[r]), (r, 2) if r % 2 else (r + 1,))
                        for r in range(size)]

@@ -143,3 +143,33 @@ def test_an_object_that_does_not_pickle_raises_on_every_rank(
                            'input'.format(last)):
             getattr(comm, call)(comm.rank)
     assert comm.allreduce_obj(1) == comm.size
+
+
+@pytest.mark.mpi(sizes=(1, 2, 3))
+@pytest.mark.parametrize('call, bad, good, raised', [
+    ('allgather', lambda: np.array(['abc']), lambda: np.ones(2), TypeError),
+    ('allgather', lambda: [1, 2], lambda: np.ones(2), TypeError),
+    ('gather', lambda: np.array([None]), lambda: np.ones(2), TypeError),
+    ('allreduce', lambda: (np.ones(2),), lambda: np.ones(2), TypeError),
+    ('allreduce', lambda: np.array([None]), lambda: np.ones(2), TypeError),
+    ('alltoall', lambda n: [np.ones(1)] * (n + 1),
+     lambda n: [np.ones(1)] * n, ValueError),
+    ('alltoall', lambda n: ['x'] * n, lambda n: [np.ones(1)] * n, TypeError),
+])
+def test_one_ranks_bad_array_raises_on_every_rank(
+        mpi_comm, make_communicator, call, bad, good, raised):
+    # Every rank describes its own array: the bad one still joins the
+    # descriptor exchange with a failure word there, so the others raise
+    # the same kind of error naming it instead of waiting for its data.
+    comm = make_communicator(mpi_comm, 'naive')
+    last = comm.size - 1
+    arg = (comm.size,) if call == 'alltoall' else ()
+    if comm.rank == last:
+        with pytest.raises(raised) as info:
+            getattr(comm, call)(bad(*arg))
+        assert 'could not send' not in str(info.value)
+    else:
+        with pytest.raises(raised, match=r'{} \(rank {}\): rank {} could '
+                           'not send its input'.format(call, comm.rank, last)):
+            getattr(comm, call)(good(*arg))
+    assert comm.allreduce_obj(1) == comm.size

@@ -129,6 +129,10 @@ def test_bad_input_names_values(mpi_comm):
                        r'ranks'.format(size)):
         halo.halo_max_pooling_2d(x, mpi_comm, (3, 1), 2)
     grid = GRIDS[size][0]
+    rank = mpi_comm.Get_rank()
+    with pytest.raises(ValueError, match='expected an NCHW tile' if rank == 1
+                       else r'rank 1 could not send its input'):
+        halo.halo_max_pooling_2d(x[0] if rank == 1 else x, mpi_comm, grid, 2)
     tiny = np.zeros((1, 1, 1, 1), np.float32)
     with pytest.raises(ValueError, match='fewer rows or columns than the '
                        'grid'):

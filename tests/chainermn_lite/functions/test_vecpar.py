@@ -71,6 +71,13 @@ def test_bad_slices_name_ranks_and_shapes(mpi_comm):
     x = np.zeros((2, 3 + (rank == 0) * 2), np.float32)
     with pytest.raises(ValueError, match=r'shapes by rank \[\(2, 5\)'):
         vecpar.gather_features(x, mpi_comm)
+    # A 1-d slice on the last rank: it raises on its shape, the others
+    # learn that it did instead of waiting for it.
+    last = mpi_comm.Get_size() - 1
+    with pytest.raises(ValueError, match=r'expects \(batch, features\)'
+                       if rank == last else 'gather_features .rank {}.: '
+                       'rank {} could not send'.format(rank, last)):
+        vecpar.gather_features(x[0] if rank == last else x, mpi_comm)
     W = np.zeros((4, 3), np.float32)
     with pytest.raises(ValueError, match=r'rank {} holds 3 input features '
                        r'.* x of shape \(2, 2\)'.format(rank)):
