@@ -23,7 +23,7 @@ from chainermn_lite import _device
 from chainermn_lite.communicators import _object_collectives
 
 __all__ = ['params_with_data', 'grads_for_mean', 'GradArena',
-           'GradientMismatchError']
+           'GradientMismatchError', 'check_same_data']
 
 _FLOAT_KINDS = 'f'
 # Fixed odd weights make the fingerprint position-sensitive.
@@ -33,7 +33,8 @@ _WORD = 1 << 62            # keeps every word inside int64
 
 
 class GradientMismatchError(ValueError):
-    """Ranks disagree on which gradients (or shapes) take part in a mean."""
+    """Ranks disagree on which gradients (or shapes) take part in a mean,
+    or on the parameters whose data ``bcast_data`` broadcasts."""
 
 
 def params_with_data(model):
@@ -86,7 +87,8 @@ def _agree(mpi_comm, module, words):
     return bool((high == low).all())
 
 
-def _describe_mismatch(table, zero_fill, max_buf_len, rank):
+def _describe_mismatch(table, zero_fill, rank, what='multi_node_mean_grad',
+                       items='gradients to average'):
     """Error text from every rank's [(name, has_grad, shape, dtype)]."""
     names = sorted({e[0] for rows in table for e in rows})
     by_rank = [{e[0]: e[1:] for e in rows} for rows in table]
@@ -113,8 +115,28 @@ def _describe_mismatch(table, zero_fill, max_buf_len, rank):
                     i, s[1], s[2]) for i, s in enumerate(seen))))
     if not lines:
         lines.append('parameter lists differ across ranks')
-    return 'multi_node_mean_grad (rank {}): ranks disagree on the ' \
-        'gradients to average:\n  '.format(rank) + '\n  '.join(lines)
+    return '{} (rank {}): ranks disagree on the {}:\n  '.format(
+        what, rank, items) + '\n  '.join(lines)
+
+
+def check_same_data(mpi_comm, module, named, max_buf_len):
+    """Raise GradientMismatchError on every rank unless every rank holds
+    parameters (``named``: :func:`params_with_data`) of the same sizes
+    and dtypes, in the same order: ``bcast_data`` moves their bytes end
+    to end, and a rank with another layout would get another rank's
+    bytes in its arrays (under MPI, silently). One small Allreduce."""
+    if mpi_comm.Get_size() == 1:
+        return
+    arrays = [p.raw_array for _, p in named]
+    entries = [(1, a.size, ord(a.dtype.char)) for a in arrays]
+    if _agree(mpi_comm, module, _fingerprint(entries)):
+        return
+    mine = [(name, True, tuple(a.shape), str(a.dtype))
+            for (name, _), a in zip(named, arrays)]
+    table = _object_collectives.allgather_obj(mpi_comm, mine, max_buf_len)
+    raise GradientMismatchError(_describe_mismatch(
+        table, True, mpi_comm.Get_rank(), 'bcast_data',
+        'parameters to broadcast'))
 
 
 def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len,
@@ -151,7 +173,7 @@ def grads_for_mean(mpi_comm, module, model, zero_fill, max_buf_len,
         table = _object_collectives.allgather_obj(mpi_comm, mine,
                                                   max_buf_len)
         raise GradientMismatchError(_describe_mismatch(
-            table, zero_fill, max_buf_len, mpi_comm.Get_rank()))
+            table, zero_fill, mpi_comm.Get_rank()))
     if held:
         return [p for _, p in named], current, True
     params, grads = [], []

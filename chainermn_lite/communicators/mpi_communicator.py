@@ -441,8 +441,13 @@ class MpiCommunicator(CommunicatorBase):
 
     # -- models ----------------------------------------------------------
     def bcast_data(self, model):
-        """bcast_data(model): every rank gets rank 0's parameter data."""
-        params = [p for _, p in _grads.params_with_data(model)]
+        """bcast_data(model): every rank gets rank 0's parameter data;
+        GradientMismatchError on every rank when the ranks' initialised
+        parameters differ in size or dtype."""
+        named = _grads.params_with_data(model)
+        _grads.check_same_data(self.mpi_comm, self._module, named,
+                               self._configs['max_buf_len'])
+        params = [p for _, p in named]
         arrays = [p.raw_array for p in params]
         # Data broadcast again in the same arrays moves into one buffer per
         # dtype, broadcast from there (the messages are the same wherever

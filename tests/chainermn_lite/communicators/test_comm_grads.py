@@ -139,6 +139,36 @@ def test_mismatched_param_shapes_name_each_rank(mpi_comm, make_communicator):
     assert 'rank 0: shape (2, 3)' in str(info.value)
 
 
+
+@pytest.mark.mpi(sizes=(2, 3))
+@pytest.mark.parametrize('communicator_name', NAMES)
+def test_bcast_data_of_different_models_is_an_error_on_every_rank(
+        mpi_comm, make_communicator):
+    # Rank 1's second layer is wider, and its third is not initialised
+    # yet: bcast_data used to move the bytes end to end anyway (under
+    # mpiexec, rank 1 silently got rank 0's bytes in the wrong arrays).
+    comm = make_communicator(mpi_comm)
+    model = chainer.Chain()
+    with model.init_scope():
+        model.a = L.Linear(2, 2)
+        model.b = L.Linear(3, 2 + (comm.rank == 1))
+        model.c = L.Linear(None, 2)
+    if comm.rank != 1:
+        model.c(np.ones((1, 4), np.float32))
+    with pytest.raises(_grads.GradientMismatchError) as info:
+        comm.bcast_data(model)
+    text = str(info.value)
+    assert text.startswith('bcast_data (rank {}): ranks disagree on the '
+                           'parameters to broadcast'.format(comm.rank))
+    assert 'parameter /b/W differs across ranks: rank 0: shape (2, 3) ' \
+        'dtype float32, rank 1: shape (3, 3)' in text
+    assert 'parameter /c/W is uninitialised or absent on ranks [1]' in text
+    # In step after: the same layout on every rank broadcasts.
+    model.a.W.data[...] = comm.rank
+    del model.b, model.c
+    comm.bcast_data(model)
+    np.testing.assert_array_equal(model.a.W.data, 0)
+
 def _step_grads(model, rank, step):
     """This step's grad values of every param, by name (ranks differ)."""
     out = {}
