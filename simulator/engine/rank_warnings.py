@@ -11,6 +11,12 @@ values), for Python code and for the C implementation of ``warn``, which
 reads them as attributes of the module. ``filterwarnings``,
 ``simplefilter`` and ``resetwarnings`` change the calling rank's list.
 
+A library's module code runs once in the process, in the rank that
+imports it first; the filters it adds there (NumPy's, Chainer's) are
+added to every rank's list, as each process would add them at its own
+import (but not those added inside a ``catch_warnings`` block, which
+ends with the import).
+
 Which warnings were shown already is a process's too: ``warnings.warn``
 keeps that in the ``__warningregistry__`` of the module the warning is
 attributed to, and the "once" action in ``onceregistry``. A library
@@ -21,9 +27,11 @@ it into an error got nothing once another rank had shown it. In a rank,
 registries per rank, and ``onceregistry`` is the rank's.
 """
 import sys
+import threading
 import types
 import warnings
 
+from simulator.engine.libraries import is_library_file
 from simulator.engine.patches import module_class
 from simulator.engine.rank_sys import rank_setter
 
@@ -37,10 +45,38 @@ def _module_dict():
     return types.ModuleType.__dict__['__dict__'].__get__(warnings)
 
 
+def _insert(filters, item, append):
+    """Add filter ``item`` to the list ``filters`` as warnings does."""
+    if not append:
+        if item in filters:
+            filters.remove(item)
+        filters.insert(0, item)
+    elif item not in filters:
+        filters.append(item)
+
+
+def _at_library_import(frame):
+    """Whether ``frame``, adding a filter, is a library's module code
+    (its import), or library code that it called."""
+    while frame is not None:
+        code = frame.f_code
+        if not is_library_file(code.co_filename):
+            return False
+        if code.co_name == '<module>':
+            return True
+        frame = frame.f_back
+    return False
+
+
 def install(process_state):
     """Make the warnings state per rank; returns the undo function.
     ``process_state()`` gives the calling rank's ProcessState (None
     outside a rank)."""
+
+    # [(filter, append)] that libraries' imports added in some rank while
+    # ranks ran, also put in the shared list (ranks yet to start copy it).
+    by_imports = []
+    lock = threading.Lock()
 
     def own_state():
         state = process_state()
@@ -49,11 +85,21 @@ def install(process_state):
         own = state.objects.get(_KEY)
         if own is None:
             shared = _module_dict()
-            own = state.objects[_KEY] = {name: shared[name]
-                                         for name in _PRIVATE}
-            own['filters'] = list(own['filters'])
+            with lock:
+                own = {name: shared[name] for name in _PRIVATE}
+                own['filters'] = list(own['filters'])
+                own['seen'] = len(by_imports)
             own['onceregistry'] = dict(own['onceregistry'])
             own['registries'] = {}  # id(module globals) -> (them, registry)
+            # The list outside any catch_warnings block.
+            own['outer'] = own['filters']
+            state.objects[_KEY] = own
+        elif own['seen'] < len(by_imports):
+            with lock:
+                for item, append in by_imports[own['seen']:]:
+                    _insert(own['outer'], item, append)
+                own['seen'] = len(by_imports)
+            warnings._filters_mutated()
         return own
 
     def attribute(name):
@@ -69,13 +115,15 @@ def install(process_state):
     # The module's own functions change the list they find as a global
     # (the shared one): these go through the attribute instead.
     def _add_filter(*item, append):
+        own = own_state()
         filters = warnings.filters
-        if not append:
-            if item in filters:
-                filters.remove(item)
-            filters.insert(0, item)
-        elif item not in filters:
-            filters.append(item)
+        _insert(filters, item, append)
+        if own is not None and filters is own['outer'] and \
+                _at_library_import(sys._getframe(2)):
+            with lock:
+                by_imports.append((item, append))
+                own['seen'] = len(by_imports)
+                _insert(_module_dict()['filters'], item, append)
         warnings._filters_mutated()
 
     def resetwarnings():

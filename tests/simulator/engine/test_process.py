@@ -372,6 +372,40 @@ def test_warning_filters_set_by_one_rank_stay_there(mpi_comm):
     assert warnings.filters == before
 
 
+
+@pytest.mark.mpi(sizes=(2, 3))
+def test_a_librarys_import_time_filters_reach_every_rank(mpi_comm, simulated):
+    # A library's module code adds a filter (NumPy and Chainer do): each
+    # process runs it at its own import. Here it runs once, in the rank
+    # that imports it first; the filter is every rank's all the same, and
+    # the one set inside its catch_warnings block nobody's.
+    import tempfile
+    import uuid
+    rank = mpi_comm.rank
+    name, folder = mpi_comm.bcast(
+        ('simtest_filters_' + uuid.uuid4().hex, tempfile.mkdtemp())
+        if rank == 0 else None)
+    message = name + ' import-time filter'
+    if rank == 0:
+        with open(os.path.join(folder, name + '.py'), 'w') as f:
+            f.write('import warnings\n'
+                    'warnings.filterwarnings("ignore", message={!r})\n'
+                    'with warnings.catch_warnings():\n'
+                    '    warnings.simplefilter("error")\n'.format(message))
+        if simulated:
+            simulator.register_library(folder)
+    mpi_comm.Barrier()
+    sys.path.insert(0, folder)
+    try:
+        importlib.import_module(name)
+    finally:
+        sys.path.remove(folder)
+    first = warnings.filters[0]
+    assert first[:3] == ('ignore', first[1], Warning)
+    assert first[1].pattern == message
+    assert not any(f[0] == 'error' for f in warnings.filters)
+    mpi_comm.Barrier()
+
 def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
     def draw(comm):
         return np.random.rand(), random.random()
