@@ -17,7 +17,8 @@ import sysconfig
 import threading
 
 __all__ = ['is_library_file', 'library_dirs', 'register_library',
-           'find_spec_without', 'then_after_exec', 'caller_is_user']
+           'find_spec_without', 'then_after_exec', 'caller_is_user',
+           'at_library_import']
 
 _SIMULATOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.Lock()
@@ -119,6 +120,20 @@ def caller_is_user():
     user's code (not from a library): for patches that act only on the
     program's own calls."""
     return not is_library_file(sys._getframe(2).f_code.co_filename)
+
+
+def at_library_import(frame):
+    """Whether ``frame`` runs a library's module code (its import, which
+    a process runs once: here in the rank that imports it first), or
+    library code that module code called."""
+    while frame is not None:
+        code = frame.f_code
+        if not is_library_file(code.co_filename):
+            return False
+        if code.co_name == '<module>':
+            return True
+        frame = frame.f_back
+    return False
 
 
 def find_spec_without(hook, fullname, path=None, target=None):

@@ -22,7 +22,9 @@ on the rank's :class:`~simulator.engine.ranks.RankContext`:
   ``sys.orig_argv``, which ``python -m simulator`` sets to the program's
   own command line);
   ``subprocess`` children of a rank (and ``os.system``'s shell) get
-  that rank's environment;
+  that rank's environment; what a library's module code sets there at
+  its import (scikit-learn's ``KMP_DUPLICATE_LIB_OK``) is every rank's
+  and the process's, as each process's import would set it;
 - NumPy's global ``RandomState`` functions (``numpy.random.seed``,
   ``rand``...) and Python's ``random`` functions: one generator per rank,
   so the same seed gives every rank the numbers a process would get, and
@@ -77,6 +79,7 @@ import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import types
@@ -87,8 +90,9 @@ from simulator.engine import (rank_builtins, rank_hash, rank_locks,
                               rank_logging, rank_signals, rank_sys,
                               rank_threading, rank_warnings)
 from simulator.engine.actors import RankExit, current
-from simulator.engine.libraries import (caller_is_user, find_spec_without,
-                                        is_library_file, then_after_exec)
+from simulator.engine.libraries import (at_library_import, caller_is_user,
+                                        find_spec_without, is_library_file,
+                                        then_after_exec)
 from simulator.engine.patches import (MODULE_CLASSES, PatchSet, module_class,
                                       wrap)
 
@@ -117,8 +121,9 @@ class ProcessState:
     """The process-global state of one rank, each piece built on first
     use (4,096 ranks that never touch it cost nothing)."""
 
-    __slots__ = ('context', '_argv', '_environ', '_python_random',
-                 '_hash_salt', 'objects', 'modules', 'exit_handlers')
+    __slots__ = ('context', '_argv', '_environ', '_environ_seen',
+                 '_python_random', '_hash_salt', 'objects', 'modules',
+                 'exit_handlers')
 
     def __init__(self, context):
         self.context = context
@@ -154,6 +159,12 @@ class ProcessState:
             self._environ = {k: v for k, v in _base['environ'].items()
                              if not _launcher_own(k)}
             self._environ.update(launch_variables(self.context))
+            self._environ_seen = 0
+        if self._environ_seen < len(_imported_environ):
+            with _imported_lock:
+                for change in _imported_environ[self._environ_seen:]:
+                    _change_environ(self._environ, *change)
+                self._environ_seen = len(_imported_environ)
         return self._environ
 
     @property
@@ -364,6 +375,37 @@ class _RankMapping(collections.abc.MutableMapping):
         return len(self._view())
 
 
+# What libraries' module code did to os.environ in some rank while ranks
+# ran: [(action, key, value)], action 'set', 'setdefault' or 'delete'.
+# A process runs that code at its own import, so every rank's environment
+# takes the changes (at its next use), and the process's too (the C
+# environment, which native libraries read).
+_imported_environ = []
+_imported_lock = threading.Lock()
+
+
+def _change_environ(environ, action, key, value):
+    if action == 'set':
+        environ[key] = value
+    elif action == 'setdefault':
+        environ.setdefault(key, value)
+    else:
+        environ.pop(key, None)
+
+
+def _note_if_imported(state, frame, action, key, value):
+    """Record a change that the rank of ``state`` just made to its
+    ``os.environ`` (from ``frame``), if a library's import made it."""
+    if not at_library_import(frame):
+        return
+    with _imported_lock:
+        _imported_environ.append((action, key, value))
+        state._environ_seen = len(_imported_environ)
+    # (outside any rank os.environ is the process's own _Environ)
+    _change_environ(os.environ._shared, action, key, value)
+    _change_environ(_base['environ'], action, key, value)
+
+
 class _RankEnviron(_RankMapping):
     """``os.environ`` while worlds run: in a rank, that rank's copy."""
 
@@ -374,11 +416,41 @@ class _RankEnviron(_RankMapping):
         state = process_state()
         return self._shared if state is None else state.environ
 
-    def __setitem__(self, key, value):
+    @staticmethod
+    def _check(key, value):
         if not isinstance(key, str) or not isinstance(value, str):
             raise TypeError('str expected, not {}'.format(
                 type(value if isinstance(key, str) else key).__name__))
-        self._view()[key] = value
+
+    def __setitem__(self, key, value):
+        self._check(key, value)
+        state = process_state()
+        if state is None:
+            self._shared[key] = value
+            return
+        state.environ[key] = value
+        _note_if_imported(state, sys._getframe(1), 'set', key, value)
+
+    def __delitem__(self, key):
+        state = process_state()
+        if state is None:
+            del self._shared[key]
+            return
+        del state.environ[key]
+        _note_if_imported(state, sys._getframe(1), 'delete', key, None)
+
+    def setdefault(self, key, default=None):
+        state = process_state()
+        if state is None:
+            return self._shared.setdefault(key, default)
+        if key not in state.environ:
+            self._check(key, default)
+            state.environ[key] = default
+        # (a library's, noted even where this rank has the variable
+        # already: another rank may not)
+        _note_if_imported(state, sys._getframe(1), 'setdefault', key,
+                          default)
+        return state.environ[key]
 
     def __repr__(self):
         return 'environ({!r})'.format(dict(self._view()))

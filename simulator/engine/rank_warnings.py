@@ -31,7 +31,7 @@ import threading
 import types
 import warnings
 
-from simulator.engine.libraries import is_library_file
+from simulator.engine.libraries import at_library_import
 from simulator.engine.patches import module_class
 from simulator.engine.rank_sys import rank_setter
 
@@ -53,19 +53,6 @@ def _insert(filters, item, append):
         filters.insert(0, item)
     elif item not in filters:
         filters.append(item)
-
-
-def _at_library_import(frame):
-    """Whether ``frame``, adding a filter, is a library's module code
-    (its import), or library code that it called."""
-    while frame is not None:
-        code = frame.f_code
-        if not is_library_file(code.co_filename):
-            return False
-        if code.co_name == '<module>':
-            return True
-        frame = frame.f_back
-    return False
 
 
 def install(process_state):
@@ -119,7 +106,7 @@ def install(process_state):
         filters = warnings.filters
         _insert(filters, item, append)
         if own is not None and filters is own['outer'] and \
-                _at_library_import(sys._getframe(2)):
+                at_library_import(sys._getframe(2)):
             with lock:
                 by_imports.append((item, append))
                 own['seen'] = len(by_imports)

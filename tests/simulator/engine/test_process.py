@@ -374,26 +374,38 @@ def test_warning_filters_set_by_one_rank_stay_there(mpi_comm):
 
 
 @pytest.mark.mpi(sizes=(2, 3))
-def test_a_librarys_import_time_filters_reach_every_rank(mpi_comm, simulated):
-    # A library's module code adds a filter (NumPy and Chainer do): each
-    # process runs it at its own import. Here it runs once, in the rank
-    # that imports it first; the filter is every rank's all the same, and
-    # the one set inside its catch_warnings block nobody's.
+def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
+    # A library's module code adds warning filters (NumPy, Chainer) and
+    # sets environment variables (scikit-learn): each process runs it at
+    # its own import. Here it runs once, in the rank that imports it
+    # first; its effects are every rank's all the same, and the filter
+    # set inside its catch_warnings block nobody's.
     import tempfile
     import uuid
     rank = mpi_comm.rank
     name, folder = mpi_comm.bcast(
-        ('simtest_filters_' + uuid.uuid4().hex, tempfile.mkdtemp())
+        ('simtest_import_' + uuid.uuid4().hex, tempfile.mkdtemp())
         if rank == 0 else None)
     message = name + ' import-time filter'
+    variable = name.upper()
     if rank == 0:
         with open(os.path.join(folder, name + '.py'), 'w') as f:
-            f.write('import warnings\n'
-                    'warnings.filterwarnings("ignore", message={!r})\n'
+            f.write('import os, warnings\n'
+                    'warnings.filterwarnings("ignore", message={0!r})\n'
                     'with warnings.catch_warnings():\n'
-                    '    warnings.simplefilter("error")\n'.format(message))
+                    '    warnings.simplefilter("error")\n'
+                    'os.environ.setdefault({1!r}, "library")\n'
+                    'os.environ[{1!r} + "_SET"] = "set"\n'
+                    'os.environ.pop({1!r} + "_GONE", None)\n'
+                    .format(message, variable))
         if simulated:
             simulator.register_library(folder)
+    # The last rank has its own value, which the library's setdefault
+    # keeps there; every rank has a variable the library removes.
+    last = rank == mpi_comm.size - 1
+    if last:
+        os.environ[variable] = 'mine'
+    os.environ[variable + '_GONE'] = 'here'
     mpi_comm.Barrier()
     sys.path.insert(0, folder)
     try:
@@ -404,6 +416,9 @@ def test_a_librarys_import_time_filters_reach_every_rank(mpi_comm, simulated):
     assert first[:3] == ('ignore', first[1], Warning)
     assert first[1].pattern == message
     assert not any(f[0] == 'error' for f in warnings.filters)
+    assert os.environ[variable] == ('mine' if last else 'library')
+    assert os.environ[variable + '_SET'] == 'set'
+    assert variable + '_GONE' not in os.environ
     mpi_comm.Barrier()
 
 def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
