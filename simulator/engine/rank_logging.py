@@ -12,6 +12,12 @@ worlds run, each logger's attributes (level, handlers, filters,
 configuration, and what it sets stays its own; lists and dicts are copied
 for the rank, so ``addHandler`` in one rank adds to that rank's list.
 
+A logger that a library's module code makes (its import, which runs in
+the rank that imports the library first) keeps what that code sets (a
+``NullHandler``, a level, ``propagate``) for every rank: it becomes per
+rank at its first use by other code, starting from that configuration,
+as each process's import would have made it.
+
 The loggers themselves stay the process's (``getLogger(name)`` is the same
 object in every rank, as libraries keep their module's logger, and the
 hierarchy of parents is one), so are
@@ -28,9 +34,11 @@ them.
 """
 import logging
 import logging.config
+import sys
 import weakref
 
 from simulator.engine.actors import current
+from simulator.engine.libraries import at_library_import
 from simulator.engine.patches import wrap
 
 __all__ = ['install', 'shutdown_rank']
@@ -49,12 +57,45 @@ def install(private_class):
     keep their attributes per rank). Returns the undo function."""
     manager = logging.Logger.manager
     swapped = {}        # id -> (object, its class before)
+    pending = {}        # class -> its subclass for loggers made at imports
 
     def privatize(obj, containers=True):
-        if id(obj) in swapped or isinstance(obj, logging.PlaceHolder):
+        # (type(), not isinstance(): that reads a pending logger's
+        # __class__ through its own __getattribute__)
+        if issubclass(type(obj), logging.PlaceHolder):
             return
-        swapped[id(obj)] = (obj, type(obj))
-        obj.__class__ = private_class(type(obj), containers, _STRUCTURE)
+        if id(obj) in swapped:
+            cls = swapped[id(obj)][1]
+            if type(obj) is not pending.get(cls):
+                return
+        else:
+            cls = type(obj)
+            swapped[id(obj)] = (obj, cls)
+        object.__setattr__(obj, '__class__',
+                           private_class(cls, containers, _STRUCTURE))
+
+    def pending_class(cls):
+        """A subclass of ``cls`` whose instance is the process's while
+        library module code uses it, and made per rank at any other use."""
+        if cls in pending:
+            return pending[cls]
+
+        def __getattribute__(self, name):
+            if not at_library_import(sys._getframe(1)):
+                privatize(self)
+            return object.__getattribute__(self, name)
+
+        def __setattr__(self, name, value):
+            if not at_library_import(sys._getframe(1)):
+                privatize(self)
+                return setattr(self, name, value)
+            object.__setattr__(self, name, value)
+
+        pending[cls] = type(cls.__name__, (cls,), {
+            '__getattribute__': __getattribute__,
+            '__setattr__': __setattr__, '__module__': cls.__module__,
+            '__qualname__': cls.__qualname__})
+        return pending[cls]
 
     privatize(manager, containers=False)    # its loggerDict stays shared
     privatize(logging.root)
@@ -65,7 +106,13 @@ def install(private_class):
 
     def _fixupParents(self, alogger):
         # Every logger created while worlds run (getLogger's new ones).
-        privatize(alogger)
+        if at_library_import(sys._getframe(1)) and \
+                id(alogger) not in swapped:
+            swapped[id(alogger)] = (alogger, type(alogger))
+            object.__setattr__(alogger, '__class__',
+                               pending_class(type(alogger)))
+        else:
+            privatize(alogger)
         return fixup(self, alogger)
     logging.Manager._fixupParents = _fixupParents
 
@@ -77,7 +124,7 @@ def install(private_class):
     def undo():
         logging.Manager._fixupParents = fixup
         for obj, cls in swapped.values():
-            obj.__class__ = cls
+            object.__setattr__(obj, '__class__', cls)
         swapped.clear()
         for put_back in undo_handlers:
             put_back()

@@ -375,9 +375,9 @@ def test_warning_filters_set_by_one_rank_stay_there(mpi_comm):
 
 @pytest.mark.mpi(sizes=(2, 3))
 def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
-    # A library's module code adds warning filters (NumPy, Chainer) and
-    # sets environment variables (scikit-learn): each process runs it at
-    # its own import. Here it runs once, in the rank that imports it
+    # A library's module code adds warning filters (NumPy, Chainer), sets
+    # environment variables (scikit-learn) and configures its logger:
+    # each process runs it at its own import. Here it runs once, in the rank that imports it
     # first; its effects are every rank's all the same, and the filter
     # set inside its catch_warnings block nobody's.
     import tempfile
@@ -397,7 +397,12 @@ def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
                     'os.environ.setdefault({1!r}, "library")\n'
                     'os.environ[{1!r} + "_SET"] = "set"\n'
                     'os.environ.pop({1!r} + "_GONE", None)\n'
-                    .format(message, variable))
+                    'import logging\n'
+                    'log = logging.getLogger({2!r})\n'
+                    'log.addHandler(logging.NullHandler())\n'
+                    'log.setLevel(logging.INFO)\n'
+                    'log.propagate = False\n'
+                    .format(message, variable, name))
         if simulated:
             simulator.register_library(folder)
     # The last rank has its own value, which the library's setdefault
@@ -419,6 +424,15 @@ def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
     assert os.environ[variable] == ('mine' if last else 'library')
     assert os.environ[variable + '_SET'] == 'set'
     assert variable + '_GONE' not in os.environ
+    import logging
+    log = logging.getLogger(name)
+    assert [type(h) for h in log.handlers] == [logging.NullHandler]
+    assert (log.level, log.propagate) == (logging.INFO, False)
+    # ... and what a rank then sets is its own.
+    if rank == 0:
+        log.setLevel(logging.DEBUG)
+    mpi_comm.Barrier()
+    assert log.level == (logging.DEBUG if rank == 0 else logging.INFO)
     mpi_comm.Barrier()
 
 def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
