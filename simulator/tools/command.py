@@ -24,7 +24,7 @@ from simulator.tools.explore import (DEFAULT_BOUND, explore_script,
 from simulator.tools.launch import (RankInput, RankMainModule, RankStream,
                                     captured_streams,
                                     command_code, install_mpi4py, load_code,
-                                    run)
+                                    run, terminal_descriptors)
 from simulator.tools.timeline import scaling_table, write_timeline
 
 __all__ = ['run_command']
@@ -261,7 +261,8 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
             err.flush_rank(rank)
 
     try:
-        with captured_streams({real_out: out, real_err: err}):
+        with captured_streams({real_out: out, real_err: err}), \
+                terminal_descriptors(out, err):
             try:
                 run(rank_main, size, nodes=nodes,
                     send_mode=options.send_mode, timeout=options.timeout,

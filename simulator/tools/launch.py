@@ -20,7 +20,7 @@ import types
 from simulator import mpi
 from simulator.engine.actors import current
 from simulator.engine.clock import patch_time
-from simulator.engine.patches import module_class
+from simulator.engine.patches import module_class, wrap
 from simulator.engine.program import command_code, load_code
 from simulator.engine.rank_sys import rank_module
 from simulator.engine.ranks import run_ranks
@@ -30,7 +30,7 @@ from simulator.mpi.timing import boundary_cost, call_boundaries
 from simulator.tools.standin import make_package
 
 __all__ = ['run', 'RankStream', 'RankMainModule', 'install_mpi4py',
-           'captured_streams',
+           'terminal_descriptors', 'captured_streams',
            'simulated_mpi4py', 'load_code', 'command_code']
 
 
@@ -275,6 +275,26 @@ def captured_streams(replacements):
     finally:
         for fn in reversed(undo):
             fn()
+
+
+@contextlib.contextmanager
+def terminal_descriptors(out, err):
+    """While inside, ``os.isatty`` of file descriptor 1 or 2 in a rank
+    answers what ``out``'s and ``err``'s ``isatty`` answer it (Open MPI's
+    pseudo-terminal on stdout, a pipe on stderr), and of 0 False (a pipe
+    or /dev/null), whatever the launcher's own descriptors are."""
+    def make(real):
+        def isatty(fd):
+            if current() is None or type(fd) is not int or \
+                    fd not in (0, 1, 2):
+                return real(fd)
+            return fd != 0 and (out if fd == 1 else err)._tty
+        return isatty
+    undo = wrap(os, 'isatty', make)
+    try:
+        yield
+    finally:
+        undo()
 
 
 def _swap_in_defaults(function, name, old, new):

@@ -39,6 +39,8 @@ facts = {
     'group_leader': [os.getpgrp() == os.getpid(),
                      os.getpgid(0) == os.getpid()],
     'stderr_tty': sys.stderr.isatty(),
+    # the descriptors under the streams answer alike
+    'fd_ttys': [os.isatty(fd) for fd in (0, 1, 2)],
     'main_thread': threading.current_thread() is threading.main_thread(),
     'threads': threading.active_count(),
     'universe': world.Get_attr(MPI.UNIVERSE_SIZE),
