@@ -377,9 +377,9 @@ def test_warning_filters_set_by_one_rank_stay_there(mpi_comm):
 def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
     # A library's module code adds warning filters (NumPy, Chainer), sets
     # environment variables (scikit-learn) and configures its logger:
-    # each process runs it at its own import. Here it runs once, in the rank that imports it
-    # first; its effects are every rank's all the same, and the filter
-    # set inside its catch_warnings block nobody's.
+    # each process runs it at its own import. Here it runs once, in the
+    # rank that imports it first; its effects are every rank's all the
+    # same, and the filter set inside its catch_warnings block nobody's.
     import tempfile
     import uuid
     rank = mpi_comm.rank
