@@ -40,7 +40,8 @@ __all__ = ['DESCRIPTOR_WORDS', 'MAX_NDIM', 'as_sendable', 'is_plain_sendable',
            'allgather_descriptors', 'nbytes_of', 'byte_view', 'align',
            'offsets', 'check_count', 'arrays_at', 'FRAME_BYTES',
            'HEADER_WORDS', 'HEADER', 'KIND_ARRAY', 'KIND_TUPLE',
-           'KIND_OBJECT', 'KIND_LAYOUT', 'KIND_DEVICE', 'KIND_NAMES',
+           'KIND_OBJECT', 'KIND_LAYOUT', 'KIND_DEVICE', 'KIND_FAILED',
+           'KIND_NAMES',
            'INLINE', 'DETACHED', 'SEPARATE',
            'frame_head', 'frame_mode', 'check_peer', 'check_not_self',
            'check_root', 'check_tag']
@@ -55,10 +56,11 @@ _ON_DEVICE = 1 << 32
 
 # The first word a root sends in bcast / scatter (a descriptor's dtype
 # word) and bcast_obj / scatter_obj (a size), each rank's size in the
-# object gathers, and each rank's descriptor rows in the array gathers,
-# allreduce and alltoall, is a failure_word when that sender's own input
-# failed: every rank then raises (raise_if_failed), instead of waiting
-# for data that never comes.
+# object gathers, each rank's descriptor rows in the array gathers,
+# allreduce and alltoall, and the payload word of a KIND_FAILED frame, is
+# a failure_word when that sender's own input failed: every rank that
+# expected it then raises (raise_if_failed), instead of waiting for data
+# that never comes.
 ROOT_FAILED = -1
 _FAILURE_KINDS = (RuntimeError, TypeError, ValueError)
 
@@ -271,10 +273,15 @@ KIND_LAYOUT = 4
 # Or-ed into KIND_ARRAY / KIND_TUPLE: the sender's arrays were on a GPU
 # (sent from a host copy); the receiver puts them on its current device.
 KIND_DEVICE = 8
+# A frame in place of the message a sender's input could not make: the
+# header's payload word is the failure_word of the error it raised; the
+# receiver raises too, instead of waiting for a message that never comes.
+KIND_FAILED = 16
 KIND_NAMES = {KIND_ARRAY: 'an array', KIND_TUPLE: 'a tuple of arrays',
               KIND_OBJECT: 'a Python object', KIND_LAYOUT: 'an array',
               KIND_ARRAY | KIND_DEVICE: 'an array',
-              KIND_TUPLE | KIND_DEVICE: 'a tuple of arrays'}
+              KIND_TUPLE | KIND_DEVICE: 'a tuple of arrays',
+              KIND_FAILED: 'a failure notice'}
 DETACHED, INLINE, SEPARATE = 0, 1, 2
 
 

@@ -43,6 +43,7 @@ from chainermn_lite._wire import HEADER_WORDS
 from chainermn_lite._wire import INLINE
 from chainermn_lite._wire import KIND_ARRAY
 from chainermn_lite._wire import KIND_DEVICE
+from chainermn_lite._wire import KIND_FAILED
 from chainermn_lite._wire import KIND_LAYOUT
 from chainermn_lite._wire import KIND_OBJECT
 from chainermn_lite._wire import KIND_TUPLE
@@ -217,10 +218,21 @@ class FrameChannel:
                 comm.Send(view[start:start + chunk], dest=dest, tag=tag)
 
     def send_object(self, obj, dest, tag):
-        """Pickle ``obj`` and send it as one message."""
-        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        """Pickle ``obj`` and send it as one message (a failure notice
+        when it does not pickle, and raise)."""
+        try:
+            data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:
+            self.send_failure(error, dest, tag)
+            raise
         payload = numpy.frombuffer(data, dtype=numpy.uint8)
         self._send(KIND_OBJECT, [], [payload], dest, tag)
+
+    def send_failure(self, error, dest, tag):
+        """Send, in place of the message ``error`` stopped, the frame that
+        makes the receiver raise the same kind of error."""
+        self._Send(HEADER.pack(KIND_FAILED, _wire.failure_word(error), 0,
+                               INLINE), dest, tag)
 
     def _send(self, kind, descriptor, payload, dest, tag):
         nbytes = sum(p.size for p in payload)
@@ -305,6 +317,9 @@ class FrameChannel:
         if not received:
             source, tag = self._recv_first_frame(source, tag, status)
         kind, nbytes, nwords, mode = HEADER.unpack_from(self._recv_view)
+        if kind == KIND_FAILED:
+            _wire.raise_if_failed(nbytes, 'recv', self._comm.Get_rank(),
+                                  source, role='rank')
         if kind not in expected:
             raise self._mismatch(expected, source, tag, kind)
         if mode == SEPARATE:

@@ -169,9 +169,15 @@ class MpiCommunicator(CommunicatorBase):
             arrays = (data,)      # the common case, without building texts
         else:
             arrays = data if is_tuple else (data,)
-            from_device = any(_device.is_device_array(x) for x in arrays)
-            arrays = [_wire.as_sendable(x, 'send (rank {} to {})'.format(
-                self._rank, dest)) for x in arrays]
+            try:
+                from_device = any(_device.is_device_array(x) for x in arrays)
+                arrays = [_wire.as_sendable(x, 'send (rank {} to {})'.format(
+                    self._rank, dest)) for x in arrays]
+            except Exception as error:
+                if dest != self._rank:
+                    # The receiver raises too, instead of waiting.
+                    self._p2p.send_failure(error, dest, tag)
+                raise
         _wire.check_not_self(dest, self._rank, 'send')
         self._p2p.send_arrays(arrays, is_tuple, dest, tag, from_device)
 

@@ -31,6 +31,10 @@ def test_unsupported_dtypes_are_named(mpi_comm, make_communicator):
     comm = make_communicator(mpi_comm, 'flat')
     with pytest.raises(TypeError, match='dtype object'):
         comm.send(np.array([None, 1]), (comm.rank + 1) % comm.size, 0)
+    if comm.size > 1:
+        # ... and what the previous rank failed to send is said so here
+        with pytest.raises(TypeError, match='could not send its input'):
+            comm.recv((comm.rank - 1) % comm.size, 0)
     with pytest.raises(TypeError, match='dtype <U3'):
         comm.allgather(np.array(['abc']))
 
@@ -173,3 +177,29 @@ def test_one_ranks_bad_array_raises_on_every_rank(
                            'not send its input'.format(call, comm.rank, last)):
             getattr(comm, call)(good(*arg))
     assert comm.allreduce_obj(1) == comm.size
+
+
+@pytest.mark.mpi(sizes=(2, 3))
+@pytest.mark.parametrize('call, bad, raised, others', [
+    ('send', lambda: np.array([None, 1]), TypeError, TypeError),
+    ('send', lambda: (np.ones(2), 'text'), TypeError, TypeError),
+    ('send', lambda: [np.ones(2), np.array(['a'])], TypeError, TypeError),
+    ('send_obj', lambda: (lambda: 1), AttributeError, RuntimeError),
+])
+def test_a_senders_bad_input_raises_in_its_receiver(
+        mpi_comm, make_communicator, call, bad, raised, others):
+    # The sender raises on its input and sends a failure notice in place
+    # of the message, so the receiver raises too instead of waiting (under
+    # MPI alone it would wait forever). Both go on in step after.
+    comm = make_communicator(mpi_comm, 'flat')
+    last = comm.size - 1
+    receive = comm.recv if call == 'send' else comm.recv_obj
+    if comm.rank == 0:
+        with pytest.raises(raised):
+            getattr(comm, call)(bad(), last, 5)
+        comm.send(np.arange(3), last, 5)
+    elif comm.rank == last:
+        with pytest.raises(others, match=r'recv \(rank {}\): rank 0 could '
+                           'not send its input'.format(last)):
+            receive(0, tag=5)
+        np.testing.assert_array_equal(comm.recv(0, 5), np.arange(3))
