@@ -342,13 +342,22 @@ def _set_modules(module, value):
 
 
 @module_class
+def _get_platform(module):
+    own = _own()
+    if own is not None and 'platform' in own:
+        return own['platform']
+    return _sys_dict()['platform']
+
+
 class RankSys(types.ModuleType):
     """Base of ``sys``'s class while worlds run: the standard streams (and
-    ``__stdout__``...), ``path`` and ``excepthook`` answer per rank."""
+    ``__stdout__``...), ``path``, ``excepthook`` and ``platform`` (which a
+    program assigns to pose as another platform) answer per rank."""
 
     path = property(_get_path, _setter('path'))
     excepthook = property(_get_excepthook, _setter('excepthook'))
     modules = property(_get_modules, _set_modules)
+    platform = property(_get_platform, _setter('platform'))
 
 
 for _name in STREAMS:

@@ -156,6 +156,53 @@ class _LibraryModule(types.ModuleType):
             warn_shared(*report, verb='ran')
 
 
+# The os module's names that a program assigns to pose as another
+# platform (mpi4py's tests set os.name = 'nt', then os.environ = {}) and
+# that the standard library reads as attributes at each call: per rank.
+_OS_PER_RANK = ('name', 'environ')
+_OS_KEY = ('os',)
+
+
+def _os_attribute(name):
+    def namespace(module):
+        return types.ModuleType.__dict__['__dict__'].__get__(module)
+
+    def get(module):
+        state = process.process_state()
+        own = None if state is None else state.own(_OS_KEY)
+        if own is not None and name in own:
+            return own[name]
+        return namespace(module)[name]
+
+    def set(module, value):
+        state = process.process_state()
+        if state is None:
+            namespace(module)[name] = value
+        elif value is namespace(module).get(name):
+            state.own(_OS_KEY, create=True).pop(name, None)   # put back
+        else:
+            state.own(_OS_KEY, create=True)[name] = value
+    return property(get, set)
+
+
+@module_class
+class _LibraryOs(_LibraryModule):
+    """``os``'s class while worlds run: as a library module's, but for
+    ``name`` and ``environ``, which a rank assigns for itself (the
+    module's own functions, ``os.getenv``, still read the process's
+    ``environ``, the rank's per-rank view)."""
+
+    def __setattr__(self, name, value):
+        if name in _OS_PER_RANK:
+            types.ModuleType.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+
+for _name in _OS_PER_RANK:
+    setattr(_LibraryOs, _name, _os_attribute(_name))
+
+
 _DELETED = object()
 _writing = threading.RLock()
 _adopted = []       # modules whose class is _LibraryModule while installed
@@ -248,7 +295,7 @@ def _adopt(module):
             return
     elif not is_library_file(filename):
         return      # the user's: executed once per rank
-    module.__class__ = _LibraryModule
+    module.__class__ = _LibraryOs if module is os else _LibraryModule
     _adopted.append(module)
 
 
@@ -273,7 +320,7 @@ def _report_library_modules():
     def undo():
         sys.meta_path.remove(hook)
         for module in _adopted:
-            if type(module) is _LibraryModule:     # not reported
+            if type(module) in (_LibraryModule, _LibraryOs):
                 types.ModuleType.__setattr__(module, '__class__',
                                              types.ModuleType)
         _adopted.clear()

@@ -435,6 +435,29 @@ def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
     assert log.level == (logging.DEBUG if rank == 0 else logging.INFO)
     mpi_comm.Barrier()
 
+
+@pytest.mark.mpi(sizes=(2, 3))
+def test_a_rank_posing_as_another_platform_does_so_alone(mpi_comm):
+    # mpi4py's own tests set os.name, sys.platform and os.environ to pose
+    # as Windows, then put them back: another process never sees it.
+    name, platform, environ = os.name, sys.platform, os.environ
+    if mpi_comm.rank == 1:
+        os.name, sys.platform, os.environ = 'nt', 'win32', {'X': '1'}
+    mpi_comm.Barrier()
+    try:
+        if mpi_comm.rank == 1:
+            assert (os.name, sys.platform, os.environ) == (
+                'nt', 'win32', {'X': '1'})
+        else:
+            assert (os.name, sys.platform) == (name, platform)
+            assert os.environ is environ
+    finally:
+        mpi_comm.Barrier()
+        if mpi_comm.rank == 1:
+            os.name, sys.platform, os.environ = name, platform, environ
+    assert (os.name, sys.platform) == (name, platform)
+    assert os.environ is environ
+
 def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
     def draw(comm):
         return np.random.rand(), random.random()
