@@ -315,6 +315,7 @@ def main(argv=None):
                   len(calibrations), min(latency), max(latency),
                   _rates(bandwidth), _RATE_AT >> 20, _rates(copy),
                   _rates(add)))
+    _print_goals(rows)
     print('\nwhere the predictions moved: the slowest simulated rank, '
           'each run (s)')
     print('{:<36} {:>26} {:>26}'.format('script', 'compute', 'waiting'))
@@ -323,6 +324,26 @@ def main(argv=None):
         print('{:<36} {:>26} {:>26}'.format(
             os.path.basename(script[0]), _range(compute), _range(waiting)))
     return 0
+
+
+def _print_goals(rows):
+    """The issue's three goals, each PASS or FAIL. The spread goal holds
+    on a quiet machine: a case whose real runs themselves spread by more
+    than the goal ran on a machine that was not, and is named."""
+    ratios = all(0.8 <= row[3] <= 1.25 for row in rows)
+    cost = all(row[9] <= 0.30 for row in rows)
+    spread = [row for row in rows if row[6] > 0.05]
+    noisy = [row[0] for row in spread if row[7] > 0.05]
+    print('\ngoals: ratios within 0.8-1.25: {}; VT cost <= 30%: {}; '
+          'spread <= 5%: {}'.format(
+              _verdict(ratios), _verdict(cost), _verdict(not spread)))
+    if noisy:
+        print('  (not a quiet machine for {}: the real runs spread by more '
+              'than 5% as well)'.format('; '.join(noisy)))
+
+
+def _verdict(ok):
+    return 'PASS' if ok else 'FAIL'
 
 
 def _rates(values):
