@@ -240,8 +240,7 @@ def _tile_shapes(mpi_comm, grid, x, what):
                 what, x.shape))
         return x
     # A rank's wrong tile raises on every rank.
-    _, descs = _wire.allgather_descriptors(
-        mpi_comm, tile, what)
+    _, descs = _wire.allgather_descriptors(mpi_comm, tile, what)
     shapes = [shape for _, shape in descs]
     rows, cols = grid
     heights = [shapes[r * cols][2] if len(shapes[r * cols]) == 4 else -1
