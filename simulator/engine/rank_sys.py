@@ -341,7 +341,6 @@ def _set_modules(module, value):
     _sys_dict()['modules'] = value      # the process's (none does this)
 
 
-@module_class
 def _get_platform(module):
     own = _own()
     if own is not None and 'platform' in own:
@@ -349,6 +348,7 @@ def _get_platform(module):
     return _sys_dict()['platform']
 
 
+@module_class
 class RankSys(types.ModuleType):
     """Base of ``sys``'s class while worlds run: the standard streams (and
     ``__stdout__``...), ``path``, ``excepthook`` and ``platform`` (which a
