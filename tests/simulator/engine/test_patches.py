@@ -30,3 +30,17 @@ def test_undone_when_the_holder_raises():
     except KeyError:
         pass
     assert undone == [True] and not patches.active
+
+
+def test_every_module_class_is_a_module_type():
+    # module_class names a class 'module'; put over anything else (a
+    # function slipped in between it and its class) it hides the slip.
+    import types
+
+    import simulator.engine.process  # noqa: F401 (registers its classes)
+    import simulator.engine.shared_state  # noqa: F401
+    from simulator.engine.patches import MODULE_CLASSES
+    assert MODULE_CLASSES
+    for cls in MODULE_CLASSES:
+        assert isinstance(cls, type) and issubclass(cls, types.ModuleType), \
+            cls
