@@ -6,10 +6,17 @@ than cores, no libfabric transports (they probe for networks a container
 lacks), one BLAS thread per rank. The variables of an enclosing MPI job
 are dropped, so that a test that itself runs under ``mpiexec`` starts a
 job of its own rather than joining that one.
+
+``run_mpiexec`` runs such a command once more when ``mpiexec`` could not
+start the job at all: under load, with other jobs starting at the same
+moment, Open MPI 5.0.11's ``mpiexec`` now and then exits 213 with "The
+PMIx server's listener thread failed to start" before any rank runs.
 """
 import os
+import subprocess
 
-__all__ = ['MPIEXEC_ENV', 'mpiexec_environment']
+__all__ = ['MPIEXEC_ENV', 'mpiexec_environment', 'did_not_start',
+           'run_mpiexec']
 
 MPIEXEC_ENV = {
     'OMPI_ALLOW_RUN_AS_ROOT': '1',
@@ -39,3 +46,19 @@ def mpiexec_environment(pythonpath=(), base=None, keep=False):
     for name in _ENCLOSING_JOB:
         env.pop(name, None)
     return env
+
+
+def did_not_start(done):
+    """Whether the finished ``mpiexec`` run ``done`` (a CompletedProcess
+    with text output) never started its job, as Open MPI says."""
+    return done.returncode != 0 and 'failed to start' in (
+        (done.stderr or '') + (done.stdout or ''))
+
+
+def run_mpiexec(command, **kwargs):
+    """``subprocess.run(command, **kwargs)`` for an ``mpiexec`` command
+    line with text output, run again once if its job did not start."""
+    done = subprocess.run(command, **kwargs)
+    if did_not_start(done):
+        done = subprocess.run(command, **kwargs)
+    return done

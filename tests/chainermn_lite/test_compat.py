@@ -27,7 +27,7 @@ from chainermn_lite.communicators.non_cuda_aware_communicator import \
     NonCudaAwareCommunicator
 from chainermn_lite.communicators.pure_nccl_communicator import \
     PureNcclCommunicator
-from simulator.tools.mpiexec_env import mpiexec_environment
+from simulator.tools.mpiexec_env import mpiexec_environment, run_mpiexec
 
 MEAN_CLASSES = (NaiveCommunicator, FlatCommunicator, NonCudaAwareCommunicator,
                 HierarchicalCommunicator)
@@ -422,8 +422,11 @@ def _env():
 
 
 def _run(command, cwd):
-    return subprocess.run(command, cwd=str(cwd), env=_env(),
-                          capture_output=True, text=True, timeout=180)
+    # (run_mpiexec runs an mpiexec job again if it did not start)
+    run = run_mpiexec if os.path.basename(command[0]) == 'mpiexec' \
+        else subprocess.run
+    return run(command, cwd=str(cwd), env=_env(), capture_output=True,
+               text=True, timeout=180)
 
 
 def _payload(stdout):

@@ -14,14 +14,13 @@ import operator
 import os
 import pickle
 import shutil
-import subprocess
 import sys
 import weakref
 
 import numpy as np
 import pytest
 
-from simulator.tools.mpiexec_env import mpiexec_environment
+from simulator.tools.mpiexec_env import mpiexec_environment, run_mpiexec
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -85,8 +84,8 @@ def _env():
 
 
 def _probed(command):
-    done = subprocess.run(command + [HERE], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    done = run_mpiexec(command + [HERE], cwd=ROOT, env=_env(),
+                       capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if 'PROBE ' in line)
     return json.loads(line.split('PROBE ', 1)[1])

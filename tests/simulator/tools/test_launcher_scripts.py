@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 
-from simulator.tools.mpiexec_env import mpiexec_environment
+from simulator.tools.mpiexec_env import did_not_start, mpiexec_environment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, 'scripts')
@@ -57,9 +57,8 @@ def _mpiexec(size, script, *args, stdin_text='', environ=()):
             if attempt == 2:
                 raise
             continue
-        unstarted = 'failed to start' in done.stderr + done.stdout and \
-            'OUT ' not in done.stdout
-        if (done.returncode >= 0 and not unstarted) or attempt == 2:
+        if (done.returncode >= 0 and not did_not_start(done)) or \
+                attempt == 2:
             return done
 
 
