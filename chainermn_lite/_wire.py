@@ -96,10 +96,11 @@ def failure_rows(error, count):
     return rows
 
 
-def raise_if_any_failed(rows, what, rank):
-    """Raise, on ``rank``, the error of the first sender whose descriptor
-    row (``rows[sender]``) carries a failure_word."""
-    for sender, word in enumerate(rows[:, 0].tolist()):
+def raise_if_any_failed(words, what, rank):
+    """Raise, on ``rank``, the error of the first sender whose word
+    (``words[sender]``: its size, its descriptor row's first word) is a
+    failure_word."""
+    for sender, word in enumerate(words):
         raise_if_failed(word, what, rank, sender, role='rank')
 
 
@@ -201,7 +202,7 @@ def allgather_descriptors(mpi_comm, make, what, row=None):
         mpi_comm.Allgather(row, rows)
         raise
     mpi_comm.Allgather(row, rows)
-    raise_if_any_failed(rows, what, mpi_comm.Get_rank())
+    raise_if_any_failed(rows[:, 0].tolist(), what, mpi_comm.Get_rank())
     return x, [parse_fixed(r) for r in rows]
 
 

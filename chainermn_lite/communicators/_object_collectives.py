@@ -97,8 +97,7 @@ def _pickled_and_sizes(comm, obj, what):
     if error is not None:
         raise error
     sizes = sizes.tolist()
-    for rank, got in enumerate(sizes):
-        _wire.raise_if_failed(got, what, comm.Get_rank(), rank, role='rank')
+    _wire.raise_if_any_failed(sizes, what, comm.Get_rank())
     return mine, sizes
 
 

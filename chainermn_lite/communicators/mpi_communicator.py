@@ -386,7 +386,8 @@ class MpiCommunicator(CommunicatorBase):
                                    got)
             raise
         self.mpi_comm.Alltoall(rows, got)
-        _wire.raise_if_any_failed(got, 'alltoall', self._rank)
+        _wire.raise_if_any_failed(got[:, 0].tolist(), 'alltoall',
+                                  self._rank)
         descs = [_wire.parse_fixed(row) for row in got]
         rcounts, rdispls, total = self._v_layout(descs, what)
         rbuf = numpy.empty(total, dtype=numpy.uint8)
