@@ -55,10 +55,20 @@ def did_not_start(done):
         (done.stderr or '') + (done.stdout or ''))
 
 
-def run_mpiexec(command, **kwargs):
+def run_mpiexec(command, *, lost=False, **kwargs):
     """``subprocess.run(command, **kwargs)`` for an ``mpiexec`` command
-    line with text output, run again once if its job did not start."""
-    done = subprocess.run(command, **kwargs)
-    if did_not_start(done):
-        done = subprocess.run(command, **kwargs)
-    return done
+    line with text output, run again once if its job did not start; with
+    ``lost``, also if ``mpiexec`` never returned (``timeout``) or died of
+    a signal itself (under load Open MPI 5.0.11's ``mpiexec`` does so now
+    and then with a job whose rank aborts or exits non-zero; the same job
+    run again ends as usual)."""
+    for attempt in (1, 2):
+        try:
+            done = subprocess.run(command, **kwargs)
+        except subprocess.TimeoutExpired:
+            if attempt == 2 or not lost:
+                raise
+            continue
+        again = did_not_start(done) or (lost and done.returncode < 0)
+        if attempt == 2 or not again:
+            return done

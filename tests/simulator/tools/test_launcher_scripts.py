@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 
-from simulator.tools.mpiexec_env import did_not_start, mpiexec_environment
+from simulator.tools.mpiexec_env import mpiexec_environment, run_mpiexec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, 'scripts')
@@ -40,26 +40,12 @@ def _mpiexec(size, script, *args, stdin_text='', environ=()):
                or shutil.which('mpiexec'))
     assert mpiexec, 'mpiexec not found next to {}'.format(sys.executable)
     command = [mpiexec, '-n', str(size), sys.executable, script] + list(args)
-    # The reference run is tried twice: now and then under load (four
-    # times in this suite's runs on 2026-11-28, each a job whose rank
-    # aborts or exits non-zero, while other tests ran mpiexec jobs), Open
-    # MPI 5.0.11's mpiexec never returns or dies of a signal itself
-    # (status -11), or does not start ("The PMIx server's listener thread
-    # failed to start", status 213: twice in one fresh-clone run), and
-    # the same job run again ends as usual.
-    for attempt in (1, 2):
-        try:
-            done = subprocess.run(
-                command, cwd=ROOT, env=_env(**dict(environ)),
-                capture_output=True, text=True, input=stdin_text,
-                timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            if attempt == 2:
-                raise
-            continue
-        if (done.returncode >= 0 and not did_not_start(done)) or \
-                attempt == 2:
-            return done
+    # The reference run is tried twice when mpiexec itself failed (see
+    # run_mpiexec): four times in this suite's runs on 2026-11-28, while
+    # other tests ran mpiexec jobs.
+    return run_mpiexec(command, lost=True, cwd=ROOT,
+                       env=_env(**dict(environ)), capture_output=True,
+                       text=True, input=stdin_text, timeout=TIMEOUT_S)
 
 
 def _script(name):

@@ -42,6 +42,24 @@ def test_run_mpiexec_runs_an_unstarted_job_once_more(tmp_path):
     assert marker.read_text() == '2'        # tried twice, not more
 
 
+def test_run_mpiexec_runs_a_lost_job_once_more_when_asked(tmp_path):
+    # mpiexec dying of a signal itself: again with lost=True only.
+    marker = tmp_path / 'tries'
+    fake = ('import os, pathlib, signal\n'
+            'p = pathlib.Path({!r})\n'
+            'n = int(p.read_text()) if p.exists() else 0\n'
+            'p.write_text(str(n + 1))\n'
+            'if n == 0:\n'
+            '    os.kill(os.getpid(), signal.SIGTERM)\n'
+            'print("ran", n)\n').format(str(marker))
+    command = [sys.executable, '-c', fake]
+    done = run_mpiexec(command, capture_output=True, text=True)
+    assert done.returncode < 0
+    marker.unlink()
+    done = run_mpiexec(command, lost=True, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, 'ran 1\n')
+
+
 def test_the_environment_is_env_sh_s_without_an_enclosing_job():
     env = mpiexec_environment(['/x'], base={'PMIX_RANK': '3',
                                             'PYTHONPATH': '/y',
