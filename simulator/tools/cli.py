@@ -186,5 +186,8 @@ def main(argv=None):
     sizes = _sizes(options, parser)
     options.virtual_time = _virtual_time(options)
     _settle_layout(options, parser, argv_given)
+    # python -m simulator put the working directory first on sys.path for
+    # itself; the program's python would put its own entry there instead.
+    options.replace_path0 = not argv_given and not sys.flags.safe_path
     from simulator.tools.command import run_command
     return run_command(options, parser, argv, sizes)

@@ -87,10 +87,14 @@ def run_command(options, parser, argv, sizes):
     sys.orig_argv = _interpreter_words(sys.orig_argv) + (
         ['-m'] if options.module else ['-c'] if options.command else []) + \
         [options.target] + options.args
-    if options.command:
-        sys.path.insert(0, '')
-    elif not options.module:
-        sys.path.insert(0, os.path.dirname(base['__file__']))
+    if options.command or not options.module:
+        # as python's own: '' for -c, the script's folder; the working
+        # directory for -m, which python -m simulator put there already
+        entry = '' if options.command else os.path.dirname(base['__file__'])
+        if getattr(options, 'replace_path0', False):
+            sys.path[0] = entry
+        else:
+            sys.path.insert(0, entry)
     if options.explore is not None:
         return _explore(options, argv, code, base, sizes[0])
     if options.sizes is None:

@@ -48,6 +48,8 @@ facts = {
     'orig_argv': getattr(sys, 'orig_argv', None),
     'file': __file__,
     'path0': sys.path[0],
+    # the whole search path: the launcher's own first entry is not there
+    'path': sys.path,
     'namespace': bool(re.fullmatch(r'prterun-.+-\d+@1',
                                    os.environ.get('PMIX_NAMESPACE', ''))),
 }
