@@ -9,6 +9,7 @@ unmodified script needs: ``mpi4py.MPI`` replaced by ``simulator.mpi``
 the script's code (:func:`load_code`).
 """
 import contextlib
+import errno
 import functools
 import gc
 import io
@@ -282,19 +283,38 @@ def terminal_descriptors(out, err):
     """While inside, ``os.isatty`` of file descriptor 1 or 2 in a rank
     answers what ``out``'s and ``err``'s ``isatty`` answer it (Open MPI's
     pseudo-terminal on stdout, a pipe on stderr), and of 0 False (a pipe
-    or /dev/null), whatever the launcher's own descriptors are."""
-    def make(real):
+    or /dev/null), whatever the launcher's own descriptors are; and
+    ``os.get_terminal_size`` of them answers as there: 0 columns and 0
+    lines for the pseudo-terminal (Open MPI never sets its size, so
+    ``shutil`` falls back to its default), ``ENOTTY`` for the others."""
+    def rank_terminal(fd):
+        # None: not one of the rank's own three descriptors
+        if current() is None or type(fd) is not int or fd not in (0, 1, 2):
+            return None
+        return fd != 0 and (out if fd == 1 else err)._tty
+
+    def make_isatty(real):
         def isatty(fd):
-            if current() is None or type(fd) is not int or \
-                    fd not in (0, 1, 2):
-                return real(fd)
-            return fd != 0 and (out if fd == 1 else err)._tty
+            terminal = rank_terminal(fd)
+            return real(fd) if terminal is None else terminal
         return isatty
-    undo = wrap(os, 'isatty', make)
+
+    def make_get_terminal_size(real):
+        def get_terminal_size(fd=1):
+            terminal = rank_terminal(fd)
+            if terminal is None:
+                return real(fd)
+            if not terminal:
+                raise OSError(errno.ENOTTY, os.strerror(errno.ENOTTY))
+            return os.terminal_size((0, 0))
+        return get_terminal_size
+    undo = [wrap(os, 'isatty', make_isatty),
+            wrap(os, 'get_terminal_size', make_get_terminal_size)]
     try:
         yield
     finally:
-        undo()
+        for fn in reversed(undo):
+            fn()
 
 
 def _swap_in_defaults(function, name, old, new):

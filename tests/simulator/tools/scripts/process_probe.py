@@ -14,6 +14,15 @@ import warnings
 
 from mpi4py import MPI
 
+
+
+def _terminal_size(fd):
+    try:
+        return tuple(os.get_terminal_size(fd))
+    except OSError as error:
+        return error.strerror
+
+
 world = MPI.COMM_WORLD
 facts = {
     # __main__ as python makes it: names in order, a loader for the file
@@ -41,6 +50,7 @@ facts = {
     'stderr_tty': sys.stderr.isatty(),
     # the descriptors under the streams answer alike
     'fd_ttys': [os.isatty(fd) for fd in (0, 1, 2)],
+    'terminal_sizes': [_terminal_size(fd) for fd in (0, 1, 2)],
     'main_thread': threading.current_thread() is threading.main_thread(),
     'threads': threading.active_count(),
     'universe': world.Get_attr(MPI.UNIVERSE_SIZE),
