@@ -73,6 +73,7 @@ import multiprocessing.process
 import importlib._bootstrap as _bootstrap
 import itertools
 import collections.abc
+import ctypes
 import os
 import platform
 import random
@@ -95,6 +96,8 @@ from simulator.engine.libraries import (at_library_import, caller_is_user,
                                         then_after_exec)
 from simulator.engine.patches import (MODULE_CLASSES, PatchSet, module_class,
                                       wrap)
+from simulator.engine.trace import user_site
+from simulator.errors import SimulatorError
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
            'register_private_object', 'register_private_mapping',
@@ -825,16 +828,24 @@ class ProcessExit(RankExit):
     ``status`` (no ``except``/``finally`` of the program should catch it;
     it is a BaseException that is neither Exception nor SystemExit)."""
 
-    def __init__(self, status):
+    def __init__(self, status, site='?'):
         super().__init__('os._exit({})'.format(status))
         self.status = status
+        self.site = site        # the user's file:line that called it
 
     def end_rank(self, world, actor):
         """End ``actor``'s whole rank with this status (from the thread
         wrapper that caught it)."""
         context = world.contexts[actor.rank]
-        if self.status:
-            error = SystemExit(self.status)
+        _stop_other_threads(context)
+        error = SystemExit(self.status) if self.status else None
+        try:
+            for check in world.exit_checks:
+                check(actor.rank, self)
+        except SimulatorError as improper:
+            improper.__suppress_context__ = True    # not "during handling"
+            error = improper
+        if error is not None:
             context.error = error
             world.fail(actor, error)
             return
@@ -843,11 +854,25 @@ class ProcessExit(RankExit):
         world.finish(actor)
 
 
+def _stop_other_threads(context):
+    """The rank's other threads stop, as a process's die with it at
+    ``os._exit``: RankExit is raised in each at its next Python step (one
+    blocked in MPI raises it when woken, see ``World.end_actor``). Without
+    this a rank's main thread waiting in ``join()`` for the thread that
+    called ``os._exit`` went on to print and compute after its exit."""
+    me = threading.current_thread()
+    for thread in list(context.threads):
+        if thread is not me and thread.ident is not None and \
+                thread.is_alive():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread.ident), ctypes.py_object(RankExit))
+
+
 def _exit_for(original):
     def _exit(status):
         if current() is None:
             original(status)
-        raise ProcessExit(status)
+        raise ProcessExit(status, user_site(1))
     return _exit
 
 

@@ -25,6 +25,8 @@ __all__ = ['RankContext', 'run_ranks', 'start_job']
 # recursion-heavy code in small worlds keeps the default.
 _BIG_WORLD = 256
 _BIG_WORLD_STACK = 512 * 1024
+# after a failure, how long threads left running alone keep the run open
+_LEFT_RUNNING_S = 2.0
 
 
 def host_name():
@@ -234,10 +236,14 @@ def _join(world, threads, timeout):
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         # Every rank ended (helper threads included), or the backstop.
-        world.all_finished.wait(timeout)
+        _wait_for_ranks(world, deadline)
     except BaseException:
         world.stop('the run was interrupted')
         raise
+    if not world.all_finished.is_set() and world.failure is not None:
+        world.left_running = _threads_left(world) or []
+        if world.left_running:
+            return
     if world.all_finished.is_set():
         for t in threads:
             left = None if deadline is None else deadline - time.monotonic()
@@ -250,6 +256,41 @@ def _join(world, threads, timeout):
         err = world.failure.check
         raise DeadlockError('{}\nranks {} never returned (busy in user '
                             'code?)'.format(err, stuck), report=err.report)
+
+
+def _wait_for_ranks(world, deadline):
+    """Until every rank has ended, ``deadline`` (monotonic) passes, or,
+    after a failure, only threads whose rank's main thread has ended
+    are left and have stayed for :data:`_LEFT_RUNNING_S`: a process
+    waits for its non-daemon threads before it exits, so mpiexec would
+    hang there; the run ends with the failure instead."""
+    left_since = None
+    while True:
+        now = time.monotonic()
+        step = 0.1 if deadline is None else max(0.0, min(0.1, deadline - now))
+        if world.all_finished.wait(step) or \
+                deadline is not None and time.monotonic() >= deadline:
+            return
+        if world.failure is None or _threads_left(world) is None:
+            left_since = None
+        elif left_since is None:
+            left_since = time.monotonic()
+        elif time.monotonic() - left_since >= _LEFT_RUNNING_S:
+            return
+
+
+def _threads_left(world):
+    """The unfinished ranks' live threads, as 'rank R thread NAME', if
+    none of them is a rank's main thread; else None."""
+    left = []
+    for rank in range(len(world.actors)):
+        if world.finished[rank]:
+            continue
+        for actor in list(world.actors[rank]):
+            if actor.main:
+                return None
+            left.append('rank {} thread {!r}'.format(rank, actor.name))
+    return left
 
 
 def _outcome(world):
@@ -275,6 +316,13 @@ def _outcome(world):
                 failure.rank, world.size, '' if job.id == 0 else
                 ' (rank {} of the job a Spawn started)'.format(
                     job.job_rank(failure.rank))))
+        left = world.left_running
+        if left:
+            error.add_note(
+                'simulator: then {} (not a daemon) still ran after its '
+                'main thread had ended: a process waits for such threads '
+                'before it exits, so under mpiexec the job hangs there'
+                .format(', '.join(left)))
         raise error
     # A check fired: re-raise the copy the lowest affected rank raised.
     for ctx in world.contexts:

@@ -148,6 +148,12 @@ class World:
         # (the layers above check what it left behind).
         self.open_requests = {}
         self.end_checks = []
+        # exit_checks: fn(world rank, ProcessExit) at a rank's os._exit,
+        # which skips the program's end (and end_checks); raise to fail it
+        self.exit_checks = []
+        # 'rank R thread NAME' of threads the run stopped waiting for
+        # after a failure (simulator.engine.ranks)
+        self.left_running = []
         self.unexpected = [dict() for _ in range(size)]  # ctx -> [Message]
         self.posted = [dict() for _ in range(size)]      # ctx -> [Recv]
         self.collectives = {}                            # (ctx, seq) -> slot

@@ -25,6 +25,7 @@ ranks share), so that ``Query_thread()``, ``Is_initialized()`` and
   in MPI) is :class:`~simulator.errors.ThreadLevelError`: MPI leaves such
   calls undefined, and a real MPI often gets through them by luck.
 """
+import functools
 import os
 import sys
 
@@ -124,6 +125,8 @@ def start_of(world, rank):
         if len(world.mpi_starts) == 1:
             world.end_checks.append(lambda ended: _check_finalized(
                 world, ended))
+            world.exit_checks.append(functools.partial(
+                _check_finalized_at_exit, world))
         _watch_waits(world, start)
     return start
 
@@ -236,6 +239,22 @@ def _against_level(world, rank, start, actor, what):
                 'default) or let one thread at a time call MPI'.format(
                     rank, what, user_site(2), actor.name, name,
                     other.waiting.describe(), start.origin))
+
+
+def _check_finalized_at_exit(world, rank, stop):
+    """At ``os._exit(0)`` (``stop``, a ProcessExit) in ``rank``: mpi4py's
+    finalizer does not run then, so MPI must have been finalized by the
+    program."""
+    start = world.mpi_starts.get(rank)
+    if stop.status or start is None or not start.initialized or \
+            rank in world.finalized:
+        return
+    raise NotFinalizedError(
+        'rank {} called os._exit(0) at {} without MPI.Finalize(), and MPI '
+        'started in it ({}): os._exit skips mpi4py\'s finalizer, and '
+        'mpiexec ends such a job with exit status {} ("exiting '
+        'improperly"); call MPI.Finalize() first'.format(
+            rank, stop.site, start.origin, NotFinalizedError.errorcode))
 
 
 def _check_finalized(world, rank):

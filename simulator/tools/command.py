@@ -15,6 +15,7 @@ import traceback
 from simulator.engine.actors import current
 from simulator.engine.clock import ESTIMATES, VirtualTime
 from simulator.engine.modules import register_private_module
+from simulator.engine.process import ProcessExit
 from simulator.engine.program import NoMainModule, execute
 from simulator.engine.trace import as_processes_traceback
 from simulator.errors import AbortError, SimulatorError
@@ -148,6 +149,8 @@ def _call_excepthook(error):
     except AbortError as abort:
         abort.simulator_reported_by_hook = True
         raise abort from None
+    except ProcessExit:
+        raise       # the hook's os._exit(n): the rank ends with status n
     except BaseException as failure:  # noqa: B902 -- printed as Python does
         sys.stderr.write('Error in sys.excepthook:\n')
         traceback.print_exception(type(failure), failure,
@@ -305,7 +308,9 @@ def _run_script(options, code, base, size, sink=None, schedule=None,
         if isinstance(error, KeyboardInterrupt):
             # Python then dies of SIGINT, which mpiexec reports as 130.
             return 128 + signal.SIGINT, clock
-        return getattr(error, 'errorcode', None) or 1, clock
+        # Abort(0) ends mpiexec's job with status 0 too
+        status = getattr(error, 'errorcode', None)
+        return (1 if status is None else status), clock
     finally:
         rank_in.close_empty()
         sys.stdout, sys.stderr, sys.stdin = real_out, real_err, real_in

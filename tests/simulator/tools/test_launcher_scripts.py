@@ -200,7 +200,9 @@ def test_streams_a_rank_captures_hold_only_its_output_as_under_mpiexec(
 
 @pytest.mark.parametrize('how', [
     'exit-3', 'exit-300', 'exit-minus-1', 'exit-message', 'os-exit-5',
-    'abort-7', 'exception', 'keyboard-interrupt', 'call-after-finalize'])
+    'os-exit-0', 'finalize-then-os-exit-0', 'os-exit-6-in-a-thread',
+    'excepthook-os-exit-9', 'abort-7', 'abort-0', 'exception',
+    'keyboard-interrupt', 'call-after-finalize'])
 def test_exit_status_is_mpiexecs(how):
     # (A rank that exits while the others wait in a collective is left
     # out: Open MPI 5 then hangs, the simulator reports it.)
@@ -209,6 +211,22 @@ def test_exit_status_is_mpiexecs(how):
     real = _mpiexec(2, script, how)
     assert simulated.returncode == real.returncode, (
         simulated.returncode, real.returncode, simulated.stderr[-2000:])
+    # Rank 1's own output stops where its process ended (rank 0's may be
+    # cut short by mpiexec's kill, so it is not compared).
+    assert ('rank=1 done' in simulated.stdout) == \
+        ('rank=1 done' in real.stdout), (simulated.stdout, real.stdout)
+
+
+def test_a_thread_left_running_after_a_failure_is_reported_not_awaited():
+    # Simulated only: mpiexec hangs on this job (2026-11-28, Open MPI
+    # 5.0.11: rank 1's process waits for its thread before it exits, and
+    # prterun for rank 1), where the simulator ends it with the failure.
+    simulated = _simulate(2, _script('exits_as_asked.py'),
+                          'exception-while-a-thread-waits')
+    assert simulated.returncode == 1, simulated.stderr[-2000:]
+    assert 'ValueError: deliberate' in simulated.stderr
+    assert "rank 1 thread 'Thread-1 (wait)' (not a daemon) still ran" in \
+        simulated.stderr
 
 
 @pytest.mark.parametrize('how', [

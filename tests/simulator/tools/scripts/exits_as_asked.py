@@ -2,6 +2,7 @@
 launcher's exit status must be mpiexec's."""
 import os
 import sys
+import threading
 
 from mpi4py import MPI
 
@@ -19,6 +20,21 @@ if rank == 1:
         sys.exit('stopping here')
     if how == 'os-exit-5':
         os._exit(5)
+    if how == 'os-exit-0':
+        os._exit(0)             # without Finalize: "exiting improperly", 1
+    if how == 'finalize-then-os-exit-0':
+        MPI.Finalize()
+        os._exit(0)
+    if how == 'os-exit-6-in-a-thread':
+        # the whole process ends: the main thread prints nothing more
+        worker = threading.Thread(target=os._exit, args=(6,))
+        worker.start()
+        worker.join()
+    if how == 'excepthook-os-exit-9':
+        sys.excepthook = lambda *exc_info: os._exit(9)
+        raise ValueError('handed to the hook')
+    if how == 'abort-0':
+        comm.Abort(0)           # mpiexec's status is the error code: 0
     if how == 'abort-7':
         comm.Abort(7)
     if how == 'finalize-then-exit-3':
@@ -27,8 +43,12 @@ if rank == 1:
     if how == 'call-after-finalize':
         MPI.Finalize()
         comm.Get_rank()         # Open MPI aborts the job: 14
+    if how == 'exception-while-a-thread-waits':
+        # at rank 0's exception, this process waits for its thread at exit
+        # and mpiexec for this process: the job hangs there
+        threading.Thread(target=threading.Event().wait).start()
 if rank == 0:
-    if how == 'exception':
+    if how in ('exception', 'exception-while-a-thread-waits'):
         raise ValueError('deliberate')
     if how == 'keyboard-interrupt':
         raise KeyboardInterrupt
