@@ -164,8 +164,17 @@ class RankStream:
     # (libraries test it before reconfigure()); type() still tells.
     __class__ = property(lambda self: io.TextIOWrapper)
 
+    def __repr__(self):
+        return _text_wrapper_repr(self, 'w')
+
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def _text_wrapper_repr(stream, mode):
+    # what a process's own sys.stdout/stderr/stdin print as
+    return '<_io.TextIOWrapper name={!r} mode={!r} encoding={!r}>'.format(
+        stream.name, mode, stream.encoding)
 
 
 def _check_open(closed):
@@ -218,6 +227,9 @@ class RankInput:
         return getattr(self._stream, 'name', '<stdin>')  # fd 0's, each rank
 
     __class__ = RankStream.__dict__['__class__']
+
+    def __repr__(self):
+        return _text_wrapper_repr(self, 'r')
 
     def close(self):
         ctx = current()

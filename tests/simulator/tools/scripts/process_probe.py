@@ -51,6 +51,7 @@ facts = {
     # the descriptors under the streams answer alike
     'fd_ttys': [os.isatty(fd) for fd in (0, 1, 2)],
     'terminal_sizes': [_terminal_size(fd) for fd in (0, 1, 2)],
+    'stream_reprs': [repr(s) for s in (sys.stdout, sys.stderr, sys.stdin)],
     'main_thread': threading.current_thread() is threading.main_thread(),
     'threads': threading.active_count(),
     'universe': world.Get_attr(MPI.UNIVERSE_SIZE),
