@@ -698,6 +698,7 @@ def _private_class(cls, containers=False, shared=()):
     key = (cls, containers, frozenset(shared))
     if key in _private_classes:
         return _private_classes[key]
+    validates = cls.__setattr__ is not object.__setattr__
 
     def __getattribute__(self, name):
         own = None if name in shared else _rank_dict(self, containers)
@@ -716,8 +717,12 @@ def _private_class(cls, containers=False, shared=()):
         own = None if name in shared else _rank_dict(self, containers)
         if own is None:
             object.__setattr__(self, name, value)
-        else:
-            own[name] = value
+            return
+        if validates:
+            # the class's own checks (mpi4py.rc refuses unknown options),
+            # made on a blank instance, which takes the write instead
+            cls.__setattr__(object.__new__(cls), name, value)
+        own[name] = value
 
     def __delattr__(self, name):
         own = None if name in shared else _rank_dict(self, containers)
@@ -804,6 +809,8 @@ def _apply_registered_under(package):
 
 
 register_private_object('chainer.configuration', 'global_config')
+# mpi4py reads its options in each process as that process set them
+register_private_object('mpi4py', 'rc')
 register_private_mapping('cupy.random._generator', '_random_states')
 # multiprocessing.set_start_method() may be called once per process: the
 # default context's choice is the rank's (ImageNet-style scripts set it).

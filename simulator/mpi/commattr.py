@@ -3,10 +3,13 @@ attributes (keyvals) and info hints, with mpi4py's ``Errhandler`` and
 ``Info`` objects.
 
 A communicator keeps them in its rank's ``CommState.props`` (a rank is a
-process: nothing here is shared between ranks). Errors inside the
-simulator always raise ``MPI.Exception`` (mpi4py's default handler,
-ERRORS_RETURN, on every communicator); ``Call_errhandler`` runs the
-handler that is set, and a fatal one aborts the world as MPI would.
+process: nothing here is shared between ranks). A communicator's
+handler is the one the program set, or the one mpi4py gives every
+communicator as ``mpi4py.rc.errors`` asks: ERRORS_RETURN by default,
+with which errors raise ``MPI.Exception``. Under ERRORS_ARE_FATAL or
+ERRORS_ABORT an error in one of its calls aborts the job
+(:mod:`simulator.mpi.fatal`); ``Call_errhandler`` runs the handler that
+is set.
 """
 import collections
 import itertools
@@ -25,7 +28,7 @@ from simulator.mpi.constants import predefined_free
 from simulator.mpi.naming import (class_ref, describe, reduce_constant,
                                    unserializable)
 from simulator.mpi.ranklocal import rank_local
-from simulator.mpi.initialization import level_name
+from simulator.mpi.initialization import errors_policy, level_name
 from simulator.mpi.handles import (HandleMixin, handle_argument_error,
                                    register_fixed)
 
@@ -68,6 +71,8 @@ class _Handler:
 _FATAL = _Handler('ERRORS_ARE_FATAL')
 _RETURN = _Handler('ERRORS_RETURN')
 _ABORT = _Handler('ERRORS_ABORT')
+_POLICY_HANDLERS = {'exception': _RETURN, 'fatal': _FATAL, 'abort': _ABORT,
+                    'default': _FATAL}
 # Open MPI's Fortran numbers of the predefined handlers.
 for _number, _handler in ((1, _FATAL), (2, _RETURN), (3, _ABORT)):
     register_fixed(_handler, _number, 'Errhandler')
@@ -154,6 +159,17 @@ def create_errhandler(kind, errhandler_fn):
     handler = _Handler(kind, errhandler_fn)
     live.add(handler)
     return Errhandler(handler)
+
+
+def default_comm_handler():
+    """The handler mpi4py gives the calling rank's communicators, as its
+    ``rc.errors`` says ('default' leaves MPI's, ERRORS_ARE_FATAL)."""
+    return _POLICY_HANDLERS[errors_policy()]
+
+
+def is_fatal(handler):
+    """Whether ``handler`` (a _Handler) ends the job at an error."""
+    return handler is _FATAL or handler is _ABORT
 
 
 def call_errhandler(errhandler, obj, errorcode):
@@ -486,10 +502,13 @@ class CommProps(Attributes):
             raise MPIException(ERR_COMM, 'operation on COMM_NULL')
         return self._local
 
+    def _errhandler(self):
+        handler = self._checked().props.get('errhandler')
+        return default_comm_handler() if handler is None else handler
+
     def Get_errhandler(self):
         """A new handle to the communicator's error handler."""
-        s = self._checked()
-        return Errhandler(s.props.get('errhandler', _RETURN))
+        return Errhandler(self._errhandler())
 
     def Set_errhandler(self, errhandler):
         """Set the communicator's error handler."""
@@ -501,15 +520,16 @@ class CommProps(Attributes):
             raise MPIException(ERR_ARG, 'Set_errhandler with '
                                'ERRHANDLER_NULL on {}'.format(s.name))
         s.props['errhandler'] = errhandler._h
+        if is_fatal(errhandler._h):
+            from simulator.mpi.fatal import watch_communicators
+            watch_communicators()
 
     def Call_errhandler(self, errorcode):
         """Invoke the communicator's error handler with ``errorcode``."""
         if not isinstance(errorcode, int):
             raise TypeError('errorcode must be an int, got {!r}'.format(
                 errorcode))
-        s = self._checked()
-        call_errhandler(Errhandler(s.props.get('errhandler', _RETURN)), self,
-                        errorcode)
+        call_errhandler(Errhandler(self._errhandler()), self, errorcode)
 
     # -- attributes (the mixin's, over the state's props)
     _attr_kind, _attr_name = 'comm', 'Comm'
@@ -522,12 +542,14 @@ class CommProps(Attributes):
         return _predefined_attr(self._checked(), keyval)
 
     def _inherit(self, new):
-        """Give the new communicator ``new`` (made by Dup) this one's
-        error handler and the attributes its copy callbacks copy."""
+        """Give the new communicator ``new`` (made by Dup) the attributes
+        this one's copy callbacks copy, and its error handler where MPI's
+        inheritance decides it: mpi4py gives every communicator it makes
+        ``rc.errors``' handler, unless that is 'default'."""
         old = self._s
         if old.ctx[0] == 'world' or old.props.get('predefined'):
             new._state.props['predefined'] = True
-        if 'errhandler' in old.props:
+        if 'errhandler' in old.props and errors_policy() == 'default':
             new._state.props['errhandler'] = old.props['errhandler']
         self._copy_attrs_to(new)
         return new

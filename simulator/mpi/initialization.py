@@ -39,12 +39,13 @@ from simulator.mpi.constants import (THREAD_FUNNELED, THREAD_MULTIPLE,
                                      THREAD_SERIALIZED, THREAD_SINGLE)
 
 __all__ = ['LEVEL_NAMES', 'RankStart', 'start_of', 'init', 'is_initialized',
-           'query_thread', 'check_thread', 'level_name']
+           'query_thread', 'check_thread', 'level_name', 'errors_policy']
 
 LEVEL_NAMES = ('MPI_THREAD_SINGLE', 'MPI_THREAD_FUNNELED',
                'MPI_THREAD_SERIALIZED', 'MPI_THREAD_MULTIPLE')
 _LEVELS = {'single': THREAD_SINGLE, 'funneled': THREAD_FUNNELED,
            'serialized': THREAD_SERIALIZED, 'multiple': THREAD_MULTIPLE}
+_ERRORS = ('exception', 'default', 'abort', 'fatal')
 _TRUE = ('true', 'yes', 'on', 'y', '1')
 _FALSE = ('false', 'no', 'off', 'n', '0')
 
@@ -54,19 +55,25 @@ class RankStart:
     provides, whether mpi4py ``finalize``\\ s it at exit, and the option
     settings it came from (for messages)."""
 
-    __slots__ = ('initialized', 'level', 'finalize', 'origin')
+    __slots__ = ('initialized', 'level', 'finalize', 'origin', 'errors')
 
-    def __init__(self, initialized, level, finalize, origin):
+    def __init__(self, initialized, level, finalize, origin,
+                 errors='exception'):
         self.initialized = initialized
         self.level = level
         self.finalize = finalize
         self.origin = origin
+        # rc.errors: the error handler mpi4py gives the communicators
+        # ('exception': ERRORS_RETURN; 'fatal', 'abort', or 'default',
+        # which leaves MPI's ERRORS_ARE_FATAL)
+        self.errors = errors
 
 
 def _option(rc, name, default):
     """``rc.<name>``, or its ``MPI4PY_RC_<NAME>`` variable in the rank's
     environment read as mpi4py reads one (digits for a number, yes/no
-    words for a flag, else lower-case text); with where it came from."""
+    words for a flag, else lower-case text, which ``rc.<name>`` then
+    holds, as in mpi4py); with where it came from."""
     variable = 'MPI4PY_RC_' + name.upper()
     text = os.environ.get(variable)
     if text is None:
@@ -81,6 +88,10 @@ def _option(rc, name, default):
         value = False
     else:
         value = text.lower()
+    try:
+        setattr(rc, name, value)    # as mpi4py keeps what it read there
+    except Exception:   # noqa: B902 -- mpi4py ignores any failure too
+        pass
     return value, '{}={}'.format(variable, text)
 
 
@@ -101,6 +112,9 @@ def _read_options():
     threads, threads_from = _option(rc, 'threads', True)
     thread_level, level_from = _option(rc, 'thread_level', 'multiple')
     finalize, _ = _option(rc, 'finalize', None)
+    errors, _ = _option(rc, 'errors', 'exception')
+    if errors not in _ERRORS:
+        errors = 'exception'    # mpi4py warns and keeps its default
     initialize = _flag(initialize, True)
     if not _flag(threads, True):
         level, origin = THREAD_SINGLE, threads_from
@@ -113,7 +127,7 @@ def _read_options():
         origin = 'mpi4py initialized it at import, {}'.format(origin)
     else:
         origin = initialize_from
-    return RankStart(initialize, level, finalize, origin)
+    return RankStart(initialize, level, finalize, origin, errors)
 
 
 def start_of(world, rank):
@@ -128,6 +142,9 @@ def start_of(world, rank):
             world.exit_checks.append(functools.partial(
                 _check_finalized_at_exit, world))
         _watch_waits(world, start)
+        if start.errors != 'exception':
+            from simulator.mpi.fatal import watch_communicators
+            watch_communicators()
     return start
 
 
@@ -170,6 +187,15 @@ def init(required=None):
     _watch_waits(ctx.world, start)
     start.origin = '{} at {}'.format(call, user_site(2))
     return level
+
+
+def errors_policy():
+    """The calling rank's ``mpi4py.rc.errors`` ('exception' outside a
+    rank)."""
+    ctx = current()
+    if ctx is None:
+        return 'exception'
+    return start_of(ctx.world, ctx.rank).errors
 
 
 def is_initialized():

@@ -217,6 +217,24 @@ def test_exit_status_is_mpiexecs(how):
         ('rank=1 done' in real.stdout), (simulated.stdout, real.stdout)
 
 
+@pytest.mark.parametrize('how,errors', [
+    ('bad-send', None), ('bad-send', 'fatal'), ('bad-send', 'abort'),
+    ('bad-send', 'default'), ('bad-send-fatal-world', None),
+    ('bad-send-dup-of-fatal-world', None)])
+def test_a_fatal_error_handler_aborts_the_job_as_under_mpiexec(how, errors):
+    # ERRORS_ARE_FATAL / ERRORS_ABORT (Set_errhandler, or mpi4py.rc.errors
+    # for every communicator mpi4py makes): the job ends with the error
+    # class (6); under ERRORS_RETURN the program catches MPI.Exception.
+    script = _script('exits_as_asked.py')
+    environ = {} if errors is None else {'MPI4PY_RC_ERRORS': errors}
+    simulated = _simulate(2, script, how, environ=environ)
+    real = _mpiexec(2, script, how, environ=environ)
+    assert simulated.returncode == real.returncode, (
+        simulated.returncode, real.returncode, simulated.stderr[-2000:])
+    caught = 'rank=1 caught MPI_ERR_RANK: invalid rank'
+    assert (caught in simulated.stdout) == (caught in real.stdout)
+
+
 def test_a_thread_left_running_after_a_failure_is_reported_not_awaited():
     # Simulated only: mpiexec hangs on this job (2026-11-28, Open MPI
     # 5.0.11: rank 1's process waits for its thread before it exits, and
@@ -402,7 +420,7 @@ def test_a_programs_own_excepthook_reports_its_exception_as_under_mpiexec(
 @pytest.mark.parametrize('how', [
     'default', 'level=single', 'level=funneled', 'level=serialized',
     'no-threads', 'env-funneled', 'init', 'init-thread-1', 'init-thread-3',
-    'init-twice'])
+    'init-twice', 'rank-0-funneled-fatal'])
 def test_thread_level_and_start_as_mpi4py_rc_asks_match_mpiexec(how):
     # Query_thread, Is_initialized and INFO_ENV's thread_level as Open MPI
     # answers for what mpi4py.rc (or MPI4PY_RC_*) asked, Init and

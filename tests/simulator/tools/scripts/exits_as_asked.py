@@ -9,6 +9,10 @@ from mpi4py import MPI
 comm = MPI.COMM_WORLD
 how = sys.argv[1]
 rank = comm.Get_rank()
+target = comm
+if how == 'bad-send-dup-of-fatal-world':
+    comm.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+    target = comm.Dup()     # mpi4py gives it rc.errors' handler
 if rank == 1:
     if how in ('exit-3', 'exit-3-while-others-wait'):
         sys.exit(3)
@@ -35,6 +39,15 @@ if rank == 1:
         raise ValueError('handed to the hook')
     if how == 'abort-0':
         comm.Abort(0)           # mpiexec's status is the error code: 0
+    if how.startswith('bad-send'):
+        # MPI_ERR_RANK: caught under ERRORS_RETURN (mpi4py's default);
+        # under a fatal handler the job aborts with status 6
+        if how == 'bad-send-fatal-world':
+            comm.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+        try:
+            target.send('x', dest=99)
+        except MPI.Exception as error:
+            print('OUT rank={} caught {}'.format(rank, error), flush=True)
     if how == 'abort-7':
         comm.Abort(7)
     if how == 'finalize-then-exit-3':

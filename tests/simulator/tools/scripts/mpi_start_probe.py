@@ -16,6 +16,10 @@ elif how == 'env-funneled':
     os.environ['MPI4PY_RC_THREAD_LEVEL'] = 'funneled'
 elif how.startswith('init') or how == 'use-before-init':
     mpi4py.rc.initialize = False
+elif how == 'rank-0-funneled-fatal':
+    # each process has its own options: rank 1 keeps the defaults
+    if os.environ['OMPI_COMM_WORLD_RANK'] == '0':
+        mpi4py.rc(thread_level='funneled', errors='fatal')
 
 from mpi4py import MPI  # noqa: E402 -- after the options, as mpi4py asks
 
@@ -39,7 +43,11 @@ thread.start()
 thread.join()
 seen += [('initialized', MPI.Is_initialized()), ('level', MPI.Query_thread()),
          ('main', MPI.Is_thread_main()), ('worker_main', worker[0]),
-         ('info', MPI.INFO_ENV.Get('thread_level'))]
+         ('info', MPI.INFO_ENV.Get('thread_level')),
+         ('rc', mpi4py.rc.thread_level, mpi4py.rc.errors),
+         ('fatal', [c.Get_errhandler() == MPI.ERRORS_ARE_FATAL
+                    for c in (MPI.COMM_WORLD, MPI.COMM_SELF)]
+          if MPI.Is_initialized() else None)]
 print('OUT rank={} {}'.format(MPI.COMM_WORLD.Get_rank(), seen))
 if how.startswith('init') and how != 'init-no-finalize':
     MPI.Finalize()      # (not done at exit: rc.initialize is false)

@@ -1,0 +1,100 @@
+"""Error handlers that end the job: a communicator whose handler is
+MPI_ERRORS_ARE_FATAL or MPI_ERRORS_ABORT (the program's
+``Set_errhandler``, or ``mpi4py.rc.errors`` set to ``'fatal'``,
+``'abort'`` or ``'default'``) aborts the job when one of its calls
+fails, as Open MPI does inside the call: it prints the error and ends
+the job with the error class as its exit status (``MPI_ERR_RANK``: 6).
+Under mpi4py's default, ERRORS_RETURN, the call raises ``MPI.Exception``
+instead, which the program may catch.
+
+The facade raises ``MPI.Exception`` wherever MPI returns an error; the
+communicators' methods are wrapped to hand it to a fatal handler. The
+wrappers are put on the classes the first time any rank asks for such a
+handler (a run that never does pays nothing for them) and stay: they act
+only while the communicator's handler is fatal.
+"""
+import functools
+
+from simulator.engine.actors import current, current_actor
+from simulator.errors import AbortError
+from simulator.mpi.commattr import is_fatal
+from simulator.mpi.comm import Comm
+from simulator.mpi.constants import Exception as MPIException
+
+__all__ = ['watch_communicators']
+
+# the handlers' own calls (Call_errhandler runs a fatal one itself), and
+# Abort, which ends the job anyway
+_UNWATCHED = frozenset(('Get_errhandler', 'Set_errhandler', 'Call_errhandler',
+                        'Create_errhandler', 'Abort'))
+
+
+def _communicator_classes():
+    todo, found = [Comm], []
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def _targets():
+    """(class, name, function) of every public method of the
+    communicators and their mixins, where it is defined."""
+    seen = set()
+    for comm_class in _communicator_classes():
+        for cls in comm_class.__mro__:
+            if cls in seen or cls is object:
+                continue
+            seen.add(cls)
+            for name, raw in vars(cls).items():
+                if name.startswith('_') or name in _UNWATCHED or \
+                        not callable(raw) or isinstance(
+                            raw, (type, staticmethod, classmethod)):
+                    continue
+                yield cls, name, raw
+
+
+def _mpi_function(name):
+    # Comm.send -> MPI_Send, as Open MPI names the failed call
+    return 'MPI_' + name[:1].upper() + name[1:]
+
+
+def _abort_if_fatal(comm, name, error):
+    ctx = current()
+    if ctx is None or not isinstance(comm, Comm) or comm._state is None:
+        return
+    handler = comm._errhandler()
+    if not is_fatal(handler):
+        return
+    errorclass = error.Get_error_class()
+    abort = AbortError(
+        'rank {}: {} failed on {} ({}), whose error handler is MPI_{}: the '
+        'job aborts, as Open MPI aborts it, with exit status {} (under '
+        'ERRORS_RETURN, mpi4py.rc.errors = "exception", the call raises '
+        'MPI.Exception)'.format(ctx.rank, _mpi_function(name),
+                                comm._checked().name, error, handler.name,
+                                errorclass), errorcode=errorclass)
+    ctx.world.fail(current_actor(), abort)
+    raise abort from error
+
+
+def _watched(raw, name):
+    @functools.wraps(raw)
+    def call(self, *args, **kwargs):
+        try:
+            return raw(self, *args, **kwargs)
+        except MPIException as error:
+            _abort_if_fatal(self, name, error)
+            raise
+    call.simulator_fatal_watch = True
+    return call
+
+
+def watch_communicators():
+    """Wrap the communicators' methods (those not wrapped yet: virtual
+    time's wrappers, undone at the end of a run, may have put the plain
+    ones back) so that an error under a fatal handler aborts the job."""
+    for cls, name, raw in list(_targets()):
+        if not getattr(raw, 'simulator_fatal_watch', False):
+            setattr(cls, name, _watched(raw, name))
