@@ -14,6 +14,7 @@ import numpy as np
 from simulator.engine import activity
 from simulator.engine import collectives as coll
 from simulator.engine import reduction_order as order
+from simulator.engine.reports import register_explainer
 from simulator.engine.trace import CallRecord, capture
 from simulator.errors import BufferModifiedError, CollectiveMismatchError
 from simulator.mpi.constants import ERR_OP, ERR_TRUNCATE, InPlaceType
@@ -750,6 +751,30 @@ def _reduce(self, name, sendbuf, recvbuf, op, root):
                                 send.in_place)
     shared = len(s.group) > 1 and source.nbytes >= _SHARED_REDUCTION_BYTES
     return _run_reduction(self, name, sig, (source, out), reduction, shared)
+
+
+@register_explainer
+def _explain_collective_order(report):
+    """The hint for ranks that wait in collectives on different
+    communicators, each missing ranks: they call them in different
+    orders."""
+    if report.kind != 'deadlock':
+        return None
+    waiting = {rank: record for rank, record in report.pending.items()
+               if record.seq is not None and
+               report.missing.get((record.comm, record.seq))}
+    if len({record.comm for record in waiting.values()}) < 2:
+        return None
+    shown = ['rank {} in {} on {}'.format(rank, record.op, record.comm)
+             for rank, record in sorted(waiting.items())]
+    return ('{}{}: the ranks call collectives on these communicators in '
+            'different orders. MPI requires an order that cannot deadlock '
+            'whether or not a collective synchronizes (MPI 4.1, 6.14): call '
+            'them in the same order on every rank. Under mpiexec a small '
+            'bcast or reduce may return before the others arrive, so the '
+            'program may get through there and hang at another size or on '
+            'another MPI'.format('; '.join(shown[:4]),
+                                 '...' if len(shown) > 4 else ''))
 
 
 class Collectives:
