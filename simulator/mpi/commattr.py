@@ -161,9 +161,10 @@ def create_errhandler(kind, errhandler_fn):
     return Errhandler(handler)
 
 
-def default_comm_handler():
-    """The handler mpi4py gives the calling rank's communicators, as its
-    ``rc.errors`` says ('default' leaves MPI's, ERRORS_ARE_FATAL)."""
+def default_handler():
+    """The handler mpi4py gives the calling rank's communicators and
+    windows, as its ``rc.errors`` says ('default' leaves MPI's,
+    ERRORS_ARE_FATAL)."""
     return _POLICY_HANDLERS[errors_policy()]
 
 
@@ -504,7 +505,7 @@ class CommProps(Attributes):
 
     def _errhandler(self):
         handler = self._checked().props.get('errhandler')
-        return default_comm_handler() if handler is None else handler
+        return default_handler() if handler is None else handler
 
     def Get_errhandler(self):
         """A new handle to the communicator's error handler."""

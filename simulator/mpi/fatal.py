@@ -1,5 +1,5 @@
-"""Error handlers that end the job: a communicator whose handler is
-MPI_ERRORS_ARE_FATAL or MPI_ERRORS_ABORT (the program's
+"""Error handlers that end the job: a communicator or window whose
+handler is MPI_ERRORS_ARE_FATAL or MPI_ERRORS_ABORT (the program's
 ``Set_errhandler``, or ``mpi4py.rc.errors`` set to ``'fatal'``,
 ``'abort'`` or ``'default'``) aborts the job when one of its calls
 fails, as Open MPI does inside the call: it prints the error and ends
@@ -8,7 +8,8 @@ Under mpi4py's default, ERRORS_RETURN, the call raises ``MPI.Exception``
 instead, which the program may catch.
 
 The facade raises ``MPI.Exception`` wherever MPI returns an error; the
-communicators' methods are wrapped to hand it to a fatal handler. The
+communicators' and windows' methods are wrapped to hand it to a fatal
+handler. The
 wrappers are put on the classes the first time any rank asks for such a
 handler (a run that never does pays nothing for them) and stay: they act
 only while the communicator's handler is fatal.
@@ -20,6 +21,7 @@ from simulator.errors import AbortError
 from simulator.mpi.commattr import is_fatal
 from simulator.mpi.comm import Comm
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.win import Win
 
 __all__ = ['watch_communicators']
 
@@ -29,8 +31,8 @@ _UNWATCHED = frozenset(('Get_errhandler', 'Set_errhandler', 'Call_errhandler',
                         'Create_errhandler', 'Abort'))
 
 
-def _communicator_classes():
-    todo, found = [Comm], []
+def _handler_classes():
+    todo, found = [Comm, Win], []
     while todo:
         cls = todo.pop()
         found.append(cls)
@@ -40,11 +42,11 @@ def _communicator_classes():
 
 def _targets():
     """(class, name, function) of every public method of the
-    communicators and their mixins, where it is defined."""
+    communicators, the windows and their mixins, where it is defined."""
     seen = set()
-    for comm_class in _communicator_classes():
-        for cls in comm_class.__mro__:
-            if cls in seen or cls is object:
+    for handled in _handler_classes():
+        for cls in handled.__mro__:
+            if cls in seen or cls.__module__ == 'builtins':
                 continue
             seen.add(cls)
             for name, raw in vars(cls).items():
@@ -60,11 +62,16 @@ def _mpi_function(name):
     return 'MPI_' + name[:1].upper() + name[1:]
 
 
-def _abort_if_fatal(comm, name, error):
+def _abort_if_fatal(obj, name, error):
     ctx = current()
-    if ctx is None or not isinstance(comm, Comm) or comm._state is None:
+    if ctx is None or not isinstance(obj, (Comm, Win)):
         return
-    handler = comm._errhandler()
+    try:
+        handler = obj._errhandler()
+        where = obj._checked().name if isinstance(obj, Comm) else \
+            obj._state.name
+    except MPIException:
+        return      # a null handle: its errors are not its handler's
     if not is_fatal(handler):
         return
     errorclass = error.Get_error_class()
@@ -73,7 +80,7 @@ def _abort_if_fatal(comm, name, error):
         'job aborts, as Open MPI aborts it, with exit status {} (under '
         'ERRORS_RETURN, mpi4py.rc.errors = "exception", the call raises '
         'MPI.Exception)'.format(ctx.rank, _mpi_function(name),
-                                comm._checked().name, error, handler.name,
+                                where, error, handler.name,
                                 errorclass), errorcode=errorclass)
     ctx.world.fail(current_actor(), abort)
     raise abort from error

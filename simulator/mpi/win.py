@@ -53,9 +53,9 @@ from simulator.errors import BufferModifiedError
 from simulator.mpi.msgspec import held_bytes, parse, still_holds
 from simulator.mpi.group import Group
 from simulator.mpi.handles import HandleMixin, handle_argument_error
-from simulator.mpi.commattr import (ERRORS_RETURN, INFO_NULL,
-                                    Errhandler, Info,
-                                    call_errhandler, create_errhandler)
+from simulator.mpi.commattr import (INFO_NULL, Errhandler, Info,
+                                    call_errhandler, create_errhandler,
+                                    default_handler, is_fatal)
 from simulator.mpi.memory import buffer
 from simulator.mpi.naming import (HidesBase, describe, reduce_constant,
                                    unserializable)
@@ -401,12 +401,18 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
 
     info = property(Get_info, Set_info)
 
+    def _errhandler(self):
+        # the handler set last, or the one mpi4py gives windows
+        # (mpi4py.rc.errors'; ERRORS_RETURN by default)
+        self._s  # noqa: B018 -- ERR_WIN on WIN_NULL
+        handler = self._attrs.get('errhandler')
+        return default_handler() if handler is None else handler._h
+
     def Get_errhandler(self):
-        """The error handler set last (ERRORS_RETURN at first: errors
-        raise MPI.Exception)."""
-        self._s  # noqa: B018
+        """The error handler set last (ERRORS_RETURN at first, as mpi4py
+        sets it: errors raise MPI.Exception)."""
         # A new handle each time: freeing it leaves the window's alone.
-        return Errhandler(self._attrs.get('errhandler', ERRORS_RETURN))
+        return Errhandler(self._errhandler())
 
     @classmethod
     def Create_errhandler(cls, errhandler_fn):
@@ -415,15 +421,16 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
 
     def Call_errhandler(self, errorcode):
         """Invoke the window's error handler with ``errorcode``."""
-        self._s  # noqa: B018 -- ERR_WIN on WIN_NULL
-        handler = self._attrs.get('errhandler', ERRORS_RETURN)
-        call_errhandler(handler, self, errorcode)
+        call_errhandler(Errhandler(self._errhandler()), self, errorcode)
 
     def Set_errhandler(self, errhandler):
-        """Keep ``errhandler`` (errors raise MPI.Exception whatever it
-        is)."""
+        """Set the window's error handler (a fatal one aborts the job at
+        an error in one of its calls, see :mod:`simulator.mpi.fatal`)."""
         self._s  # noqa: B018
         self._attrs['errhandler'] = Errhandler(errhandler)
+        if is_fatal(self._attrs['errhandler']._h):
+            from simulator.mpi.fatal import watch_communicators
+            watch_communicators()
 
     def tomemory(self):
         """The local window memory as a buffer."""

@@ -220,7 +220,8 @@ def test_exit_status_is_mpiexecs(how):
 @pytest.mark.parametrize('how,errors', [
     ('bad-send', None), ('bad-send', 'fatal'), ('bad-send', 'abort'),
     ('bad-send', 'default'), ('bad-send-fatal-world', None),
-    ('bad-send-dup-of-fatal-world', None)])
+    ('bad-send-dup-of-fatal-world', None), ('bad-lock', None),
+    ('bad-lock', 'fatal'), ('bad-lock-fatal-window', None)])
 def test_a_fatal_error_handler_aborts_the_job_as_under_mpiexec(how, errors):
     # ERRORS_ARE_FATAL / ERRORS_ABORT (Set_errhandler, or mpi4py.rc.errors
     # for every communicator mpi4py makes): the job ends with the error

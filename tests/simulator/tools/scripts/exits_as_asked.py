@@ -9,6 +9,19 @@ from mpi4py import MPI
 comm = MPI.COMM_WORLD
 how = sys.argv[1]
 rank = comm.Get_rank()
+if how.startswith('bad-lock'):
+    # a window's calls go to the window's handler (mpi4py gives it
+    # rc.errors' one at Create, as to a communicator)
+    window = MPI.Win.Create(bytearray(8), comm=comm)
+    if how == 'bad-lock-fatal-window':
+        window.Set_errhandler(MPI.ERRORS_ARE_FATAL)
+    if rank == 1:
+        try:
+            window.Lock(99)
+        except MPI.Exception as error:
+            print('OUT rank={} caught {}'.format(rank, error), flush=True)
+    comm.Barrier()
+    window.Free()
 target = comm
 if how == 'bad-send-dup-of-fatal-world':
     comm.Set_errhandler(MPI.ERRORS_ARE_FATAL)
