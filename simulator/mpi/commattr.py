@@ -522,8 +522,8 @@ class CommProps(Attributes):
                                'ERRHANDLER_NULL on {}'.format(s.name))
         s.props['errhandler'] = errhandler._h
         if is_fatal(errhandler._h):
-            from simulator.mpi.fatal import watch_communicators
-            watch_communicators()
+            from simulator.mpi.fatal import watch_handles
+            watch_handles()
 
     def Call_errhandler(self, errorcode):
         """Invoke the communicator's error handler with ``errorcode``."""

@@ -9,10 +9,9 @@ instead, which the program may catch.
 
 The facade raises ``MPI.Exception`` wherever MPI returns an error; the
 communicators' and windows' methods are wrapped to hand it to a fatal
-handler. The
-wrappers are put on the classes the first time any rank asks for such a
-handler (a run that never does pays nothing for them) and stay: they act
-only while the communicator's handler is fatal.
+handler. The wrappers are put on the classes the first time any rank
+asks for such a handler (a run that never does pays nothing for them)
+and stay: they act only while the object's handler is fatal.
 """
 import functools
 
@@ -23,7 +22,7 @@ from simulator.mpi.comm import Comm
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.win import Win
 
-__all__ = ['watch_communicators']
+__all__ = ['watch_handles']
 
 # the handlers' own calls (Call_errhandler runs a fatal one itself), and
 # Abort, which ends the job anyway
@@ -98,10 +97,11 @@ def _watched(raw, name):
     return call
 
 
-def watch_communicators():
-    """Wrap the communicators' methods (those not wrapped yet: virtual
-    time's wrappers, undone at the end of a run, may have put the plain
-    ones back) so that an error under a fatal handler aborts the job."""
+def watch_handles():
+    """Wrap the communicators' and windows' methods (those not wrapped
+    yet: virtual time's wrappers, undone at the end of a run, may have
+    put the plain ones back) so that an error under a fatal handler
+    aborts the job."""
     for cls, name, raw in list(_targets()):
         if not getattr(raw, 'simulator_fatal_watch', False):
             setattr(cls, name, _watched(raw, name))

@@ -143,8 +143,8 @@ def start_of(world, rank):
                 _check_finalized_at_exit, world))
         _watch_waits(world, start)
         if start.errors != 'exception':
-            from simulator.mpi.fatal import watch_communicators
-            watch_communicators()
+            from simulator.mpi.fatal import watch_handles
+            watch_handles()
     return start
 
 

@@ -429,8 +429,8 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         self._s  # noqa: B018
         self._attrs['errhandler'] = Errhandler(errhandler)
         if is_fatal(self._attrs['errhandler']._h):
-            from simulator.mpi.fatal import watch_communicators
-            watch_communicators()
+            from simulator.mpi.fatal import watch_handles
+            watch_handles()
 
     def tomemory(self):
         """The local window memory as a buffer."""
