@@ -188,9 +188,10 @@ def _os_attribute(name):
 @module_class
 class _LibraryOs(_LibraryModule):
     """``os``'s class while worlds run: as a library module's, but for
-    ``name`` and ``environ``, which a rank assigns for itself (the
-    module's own functions, ``os.getenv``, still read the process's
-    ``environ``, the rank's per-rank view)."""
+    ``name`` and ``environ``, which a rank assigns for itself (``os``'s
+    own functions read the module's global ``environ``, the rank's
+    per-rank view; ``os.getenv`` is wrapped to read the one the rank
+    assigned)."""
 
     def __setattr__(self, name, value):
         if name in _OS_PER_RANK:
@@ -358,6 +359,18 @@ def _tzset_for(original):
     return tzset
 
 
+def _getenv_for(original):
+    # os.getenv reads os's global environ: a rank that assigned os.environ
+    # a mapping of its own reads that one, as its process would
+    def getenv(key, default=None):
+        state = process.process_state()
+        own = None if state is None else state.own(_OS_KEY)
+        if own is None or 'environ' not in own:
+            return original(key, default)
+        return own['environ'].get(key, default)
+    return getenv
+
+
 def _install():
     sys_dict = process.real_sys_dict()
     return [
@@ -380,6 +393,7 @@ def _install():
                consequence=_STANDARD_FD),
         _patch(signal, 'alarm', _alarm, consequence=_TIMER),
         wrap(time, 'tzset', _tzset_for),
+        wrap(os, 'getenv', _getenv_for),
         _patch(signal, 'setitimer', _setitimer, consequence=_TIMER),
     ] + [_patch(owner, name, _arguments(owner.__name__ + '.' + name),
                 users_only=True)

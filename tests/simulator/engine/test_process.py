@@ -451,15 +451,19 @@ def test_a_rank_posing_as_another_platform_does_so_alone(mpi_comm):
         if mpi_comm.rank == 1:
             assert (os.name, sys.platform, os.environ) == (
                 'nt', 'win32', {'X': '1'})
+            # os's own functions read the module's environ, reassigned
+            assert (os.getenv('X'), os.getenv('PATH')) == ('1', None)
         else:
             assert (os.name, sys.platform) == (name, platform)
             assert os.environ is environ
+            assert os.getenv('PATH') == environ['PATH']
     finally:
         mpi_comm.Barrier()
         if mpi_comm.rank == 1:
             os.name, sys.platform, os.environ = name, platform, environ
     assert (os.name, sys.platform) == (name, platform)
     assert os.environ is environ
+
 
 def test_unseeded_draws_differ_between_ranks_and_follow_the_world_seed():
     def draw(comm):
