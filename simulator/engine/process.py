@@ -339,6 +339,15 @@ class PrivateSys(rank_sys.RankSys):
 
 # -- os.environ ---------------------------------------------------------------
 
+# What libraries' module code set in a copied private mapping while
+# ranks ran (NumPy's print options, a library's set_printoptions at its
+# import): {mapping key: [(item key, value)]}. A process runs that code
+# at its own import, so every rank's copy takes the settings (at its next
+# use) and the shared dict too, which ranks copy from later.
+_imported_items = {}
+_imported_lock = threading.Lock()
+
+
 class _RankMapping(collections.abc.MutableMapping):
     """A module's dict while worlds run: in a rank, that rank's copy
     (kept in its process state under ``key``), which starts empty or,
@@ -348,6 +357,7 @@ class _RankMapping(collections.abc.MutableMapping):
         self._shared = shared
         self._key = key
         self._copied = copied
+        self._seen = (key, 'imported items applied')
 
     def _view(self):
         state = process_state()
@@ -357,6 +367,13 @@ class _RankMapping(collections.abc.MutableMapping):
         if own is None:
             own = state.objects[self._key] = dict(
                 self._shared) if self._copied else {}
+            state.objects[self._seen] = len(
+                _imported_items.get(self._key, ()))
+        imported = _imported_items.get(self._key)
+        if imported and state.objects[self._seen] < len(imported):
+            with _imported_lock:
+                own.update(imported[state.objects[self._seen]:])
+                state.objects[self._seen] = len(imported)
         return own
 
     def copy(self):
@@ -367,6 +384,15 @@ class _RankMapping(collections.abc.MutableMapping):
 
     def __setitem__(self, key, value):
         self._view()[key] = value
+        state = process_state()
+        if self._copied and state is not None and \
+                at_library_import(sys._getframe(1)):
+            with _imported_lock:
+                self._shared[key] = value
+                imported = _imported_items.setdefault(self._key, [])
+                imported.append((key, value))
+                if state.objects[self._seen] == len(imported) - 1:
+                    state.objects[self._seen] = len(imported)   # has it
 
     def __delitem__(self, key):
         del self._view()[key]
@@ -384,7 +410,6 @@ class _RankMapping(collections.abc.MutableMapping):
 # takes the changes (at its next use), and the process's too (the C
 # environment, which native libraries read).
 _imported_environ = []
-_imported_lock = threading.Lock()
 
 
 def _change_environ(environ, action, key, value):

@@ -405,7 +405,14 @@ def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
                     'log.addHandler(logging.NullHandler())\n'
                     'log.setLevel(logging.INFO)\n'
                     'log.propagate = False\n'
+                    'import numpy\n'
+                    'numpy.set_printoptions(precision=3)\n'
                     .format(message, variable, name))
+        # a second library puts NumPy's precision back at its import
+        with open(os.path.join(folder, name + '_undo.py'), 'w') as f:
+            f.write('import numpy\n'
+                    'numpy.set_printoptions(precision={})\n'.format(
+                        np.get_printoptions()['precision']))
         if simulated:
             simulator.register_library(folder)
     # The last rank has its own value, which the library's setdefault
@@ -431,12 +438,22 @@ def test_what_a_librarys_import_sets_is_every_ranks(mpi_comm, simulated):
     log = logging.getLogger(name)
     assert [type(h) for h in log.handlers] == [logging.NullHandler]
     assert (log.level, log.propagate) == (logging.INFO, False)
+    assert np.get_printoptions()['precision'] == 3
     # ... and what a rank then sets is its own.
+    precision = np.get_printoptions()['precision']
     if rank == 0:
         log.setLevel(logging.DEBUG)
+        np.set_printoptions(precision=5)
     mpi_comm.Barrier()
     assert log.level == (logging.DEBUG if rank == 0 else logging.INFO)
+    assert np.get_printoptions()['precision'] == (5 if rank == 0 else 3)
     mpi_comm.Barrier()
+    np.set_printoptions(precision=precision)
+    sys.path.insert(0, folder)
+    try:
+        importlib.import_module(name + '_undo')
+    finally:
+        sys.path.remove(folder)
 
 
 @pytest.mark.mpi(sizes=(2, 3))
