@@ -67,6 +67,7 @@ Outside a rank everything is the process's own object, unchanged. User
 modules are made private by :mod:`simulator.engine.modules`; calls that
 stay process-wide are reported by :mod:`simulator.engine.shared_state`.
 """
+import _posixsubprocess
 import atexit
 import logging
 import multiprocessing.process
@@ -548,18 +549,44 @@ class _RankEnvironBytes(collections.abc.MutableMapping):
         return 'environ({!r})'.format(dict(self))
 
 
+def _child_environ(state):
+    """The environment a child process of ``state``'s rank inherits: the
+    rank's (the launcher's OMPI_* variables too, read or not), as a
+    process's child inherits the process's, but for PMIX_NAMESPACE.
+    Open MPI in a child that finds a namespace looks for its PMIx server,
+    which the simulator does not run, and aborts MPI_Init (status 14, or
+    a segmentation fault); without it MPI starts as a singleton there.
+    (Under mpiexec such a child joins the job as its parent's rank.)"""
+    environ = dict(state.environ)
+    environ.pop('PMIX_NAMESPACE', None)
+    return environ
+
+
 def _popen_init_for(original):
     def __init__(self, args, *more, **kwargs):
         state = process_state()
-        # env is Popen's 11th parameter; a child inherits its rank's
-        # environment (the launcher's OMPI_* variables too, read or not)
-        # as a process's child inherits the process's.
-        # (env=None asks for the same.)
+        # env is Popen's 11th parameter (env=None: the rank's)
         if state is not None and kwargs.get('env') is None and \
                 len(more) < 10:
-            kwargs['env'] = dict(state.environ)
+            kwargs['env'] = _child_environ(state)
         original(self, args, *more, **kwargs)
     return __init__
+
+
+def _fork_exec_for(original):
+    # What execs a child without an environment of its own (multiprocessing's
+    # 'spawn' and 'forkserver' starts, through util.spawnv_passfds) hands
+    # it the C environment, the process's: a rank's children get the
+    # rank's, as a process's get the process's.
+    def fork_exec(args, executable_list, close_fds, pass_fds, cwd, env,
+                  *more):
+        state = process_state()
+        if env is None and state is not None:
+            env = [os.fsencode(key) + b'=' + os.fsencode(value)
+                   for key, value in _child_environ(state).items()]
+        return original(args, executable_list, close_fds, pass_fds, cwd,
+                        env, *more)
+    return fork_exec
 
 
 def _system_for(real):
@@ -1096,6 +1123,7 @@ def _install():
     undo.append(lambda: setattr(os, 'environ', shared_environ))
     undo.append(lambda: setattr(os, 'environb', shared_environb))
     undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
+             wrap(_posixsubprocess, 'fork_exec', _fork_exec_for),
              wrap(os, 'system', _system_for),
              wrap(os, '_exit', _exit_for),
              wrap(socket, 'gethostname', _gethostname_for),

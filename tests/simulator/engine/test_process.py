@@ -8,6 +8,7 @@ import io
 import os
 import random
 import signal
+import multiprocessing.util
 import subprocess
 import warnings
 import sys
@@ -201,6 +202,22 @@ def test_children_inherit_the_ranks_environment_unread(mpi_comm, MPI):
         capture_output=True, text=True, check=True).stdout.strip()
     status = os.system('test "$OMPI_COMM_WORLD_RANK" = {}'.format(rank))
     assert (child, status) == (rank, 0)
+    # multiprocessing's 'spawn' start execs its children this way
+    pid = multiprocessing.util.spawnv_passfds(
+        b'/bin/sh', ['sh', '-c', 'exit "$OMPI_COMM_WORLD_RANK"'], ())
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == int(rank)
+
+
+@pytest.mark.simulator_only('under mpiexec the child joins the job as its '
+                            "parent's rank; no launcher runs here for it")
+@pytest.mark.mpi(sizes=(2,))
+def test_a_ranks_child_that_starts_mpi_runs_it_alone(mpi_comm):
+    child = subprocess.run(
+        [sys.executable, '-c', 'from mpi4py import MPI; '
+         'print(MPI.COMM_WORLD.Get_size(), MPI.COMM_WORLD.Get_rank())'],
+        capture_output=True, text=True, timeout=120)
+    assert (child.returncode, child.stdout.split()) == (0, ['1', '0']), \
+        child.stderr[-2000:]
 
 
 @pytest.mark.mpi(sizes=(1, 3))
