@@ -690,11 +690,12 @@ def register_module_dispatch(module, attribute):
     _apply_registered(module)
 
 
-def register_private_counter(module, attribute):
-    """Make the ``itertools.count(1)`` ``module.attribute`` (or its
-    ``__next__``) count per rank, from 1 as in a fresh process: the
-    numbers a library names things by (``Thread-1``, ``Process-1``)."""
-    _registry.setdefault(module, []).append((attribute, 'counter'))
+def register_private_counter(module, attribute, start=1):
+    """Make the ``itertools.count(start)`` ``module.attribute`` (dots
+    allowed; or its ``__next__``) count per rank, from ``start`` as in a
+    fresh process: the numbers a library names things by (``Thread-1``,
+    ``Process-1``, ``ThreadPoolExecutor-0_0``)."""
+    _registry.setdefault(module, []).append((attribute, ('counter', start)))
     _apply_registered(module)
 
 
@@ -702,9 +703,10 @@ class _RankCounter:
     """A module's counter while worlds run: in a rank, the rank's own.
     Iterated (``next(counter)``) or called, as the one it stands for."""
 
-    def __init__(self, shared, key):
+    def __init__(self, shared, key, start=1):
         self._shared = shared
         self._key = key
+        self._start = start
 
     def __iter__(self):
         return self
@@ -716,7 +718,7 @@ class _RankCounter:
             return shared() if callable(shared) else next(shared)
         own = state.objects.get(self._key)
         if own is None:
-            own = state.objects[self._key] = itertools.count(1)
+            own = state.objects[self._key] = itertools.count(self._start)
         return next(own)
 
     __call__ = __next__
@@ -829,12 +831,12 @@ def _apply_registered(name):
                 shared.__class__ = cls
         else:
             key = (name, attribute)
-            setattr(module, attribute, _RankCounter(shared, key)
-                    if kind == 'counter' else
+            setattr(owner, last, _RankCounter(shared, key, kind[1])
+                    if isinstance(kind, tuple) else     # ('counter', start)
                     _RankMapping(shared, key, copied=kind == 'copied'))
 
-            def undo(module=module, attribute=attribute, shared=shared):
-                setattr(module, attribute, shared)
+            def undo(owner=owner, last=last, shared=shared):
+                setattr(owner, last, shared)
         _applied[(name, attribute)] = undo
 
 
@@ -844,14 +846,23 @@ class _RegisteredImportHook:
     def find_spec(self, fullname, path=None, target=None):
         # Applied once the top-level package is imported: its __init__
         # still sets the library's defaults for every rank (Chainer's
-        # sets global_config.dtype after importing configuration).
-        if '.' in fullname or not any(
-                name.partition('.')[0] == fullname for name in _registry):
+        # sets global_config.dtype after importing configuration). A
+        # registered submodule its package imports only later (lazily,
+        # as concurrent.futures imports its thread module) is applied
+        # once it is imported itself.
+        if '.' in fullname:
+            top = sys.modules.get(fullname.partition('.')[0])
+            if fullname not in _registry or top is None or getattr(
+                    getattr(top, '__spec__', None), '_initializing', False):
+                return None
+            apply = _apply_registered
+        elif any(name.partition('.')[0] == fullname for name in _registry):
+            apply = _apply_registered_under
+        else:
             return None
         return then_after_exec(find_spec_without(self, fullname, path,
                                                  target),
-                               lambda module: _apply_registered_under(
-                                   fullname))
+                               lambda module: apply(fullname))
 
 
 def _apply_registered_under(package):
@@ -869,6 +880,8 @@ register_private_mapping('cupy.random._generator', '_random_states')
 register_private_object('multiprocessing.context', '_default_context')
 register_private_counter('multiprocessing.process', '_process_counter')
 register_private_counter('threading', '_counter')
+register_private_counter('concurrent.futures.thread',
+                         'ThreadPoolExecutor._counter', start=0)
 register_module_dispatch('cloudpickle.cloudpickle', 'Pickler._dispatch_table')
 register_module_dispatch('dill._dill', 'Pickler.dispatch')
 # importlib.reload returns at once for a module some thread is reloading:

@@ -220,6 +220,22 @@ def test_a_ranks_child_that_starts_mpi_runs_it_alone(mpi_comm):
         child.stderr[-2000:]
 
 
+@pytest.mark.mpi(sizes=(2, 3))
+def test_thread_pools_are_numbered_by_the_rank_alone(mpi_comm):
+    # ThreadPoolExecutor-N_0: N counts the process's executors, which the
+    # other ranks' do not advance.
+    import concurrent.futures
+    import threading
+    names = []
+    for _ in range(2):
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            names.append(pool.submit(
+                lambda: threading.current_thread().name).result())
+        mpi_comm.Barrier()      # every rank makes one in between
+    first, second = [int(n.split('-')[1].split('_')[0]) for n in names]
+    assert mpi_comm.allgather(second - first) == [1] * mpi_comm.size
+
+
 @pytest.mark.mpi(sizes=(1, 3))
 def test_os_system_answers_a_wait_status(mpi_comm):
     assert os.system('exit {}'.format(mpi_comm.rank + 3)) == \
