@@ -22,6 +22,7 @@ from simulator.mpi import commattr as _commattr
 from simulator.mpi.comm import (COMM_NULL, COMM_SELF, COMM_WORLD, Comm,
                                 Intercomm, Intracomm, _rank_context,
                                 world_comm)  # noqa: F401 -- launch uses it
+from simulator.mpi import fatal as _fatal  # noqa: F401 -- its watch
 from simulator.mpi import finalization as _finalization
 from simulator.mpi import initialization as _initialization
 from simulator.mpi.commattr import (ERRHANDLER_NULL, ERRORS_ABORT,

@@ -28,7 +28,8 @@ from simulator.mpi.constants import predefined_free
 from simulator.mpi.naming import (class_ref, describe, reduce_constant,
                                    unserializable)
 from simulator.mpi.ranklocal import rank_local
-from simulator.mpi.initialization import errors_policy, level_name
+from simulator.mpi.initialization import (errors_policy,
+                                          fatal_handler_in_use, level_name)
 from simulator.mpi.handles import (HandleMixin, handle_argument_error,
                                    register_fixed)
 
@@ -522,8 +523,7 @@ class CommProps(Attributes):
                                'ERRHANDLER_NULL on {}'.format(s.name))
         s.props['errhandler'] = errhandler._h
         if is_fatal(errhandler._h):
-            from simulator.mpi.fatal import watch_handles
-            watch_handles()
+            fatal_handler_in_use()
 
     def Call_errhandler(self, errorcode):
         """Invoke the communicator's error handler with ``errorcode``."""

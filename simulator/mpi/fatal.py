@@ -20,6 +20,7 @@ from simulator.errors import AbortError
 from simulator.mpi.commattr import is_fatal
 from simulator.mpi.comm import Comm
 from simulator.mpi.constants import Exception as MPIException
+from simulator.mpi.initialization import on_fatal_handler
 from simulator.mpi.win import Win
 
 __all__ = ['watch_handles']
@@ -105,3 +106,6 @@ def watch_handles():
     for cls, name, raw in list(_targets()):
         if not getattr(raw, 'simulator_fatal_watch', False):
             setattr(cls, name, _watched(raw, name))
+
+
+on_fatal_handler(watch_handles)

@@ -39,7 +39,8 @@ from simulator.mpi.constants import (THREAD_FUNNELED, THREAD_MULTIPLE,
                                      THREAD_SERIALIZED, THREAD_SINGLE)
 
 __all__ = ['LEVEL_NAMES', 'RankStart', 'start_of', 'init', 'is_initialized',
-           'query_thread', 'check_thread', 'level_name', 'errors_policy']
+           'query_thread', 'check_thread', 'level_name', 'errors_policy',
+           'on_fatal_handler', 'fatal_handler_in_use']
 
 LEVEL_NAMES = ('MPI_THREAD_SINGLE', 'MPI_THREAD_FUNNELED',
                'MPI_THREAD_SERIALIZED', 'MPI_THREAD_MULTIPLE')
@@ -143,9 +144,25 @@ def start_of(world, rank):
                 _check_finalized_at_exit, world))
         _watch_waits(world, start)
         if start.errors != 'exception':
-            from simulator.mpi.fatal import watch_handles
-            watch_handles()
+            fatal_handler_in_use()
     return start
+
+
+# What to do once a rank asks for a fatal error handler (rc.errors, or a
+# Set_errhandler): simulator.mpi.fatal registers the watch of the handles'
+# methods here, below the modules that detect it.
+_fatal_watchers = []
+
+
+def on_fatal_handler(fn):
+    """Call ``fn()`` whenever a rank asks for a fatal error handler."""
+    _fatal_watchers.append(fn)
+
+
+def fatal_handler_in_use():
+    """A rank asked for ERRORS_ARE_FATAL or ERRORS_ABORT somewhere."""
+    for fn in _fatal_watchers:
+        fn()
 
 
 def _watch_waits(world, start):

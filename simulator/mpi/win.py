@@ -56,6 +56,7 @@ from simulator.mpi.handles import HandleMixin, handle_argument_error
 from simulator.mpi.commattr import (INFO_NULL, Errhandler, Info,
                                     call_errhandler, create_errhandler,
                                     default_handler, is_fatal)
+from simulator.mpi.initialization import fatal_handler_in_use
 from simulator.mpi.memory import buffer
 from simulator.mpi.naming import (HidesBase, describe, reduce_constant,
                                    unserializable)
@@ -429,8 +430,7 @@ class Win(bytearray, Attributes, HandleMixin, metaclass=HidesBase,
         self._s  # noqa: B018
         self._attrs['errhandler'] = Errhandler(errhandler)
         if is_fatal(self._attrs['errhandler']._h):
-            from simulator.mpi.fatal import watch_handles
-            watch_handles()
+            fatal_handler_in_use()
 
     def tomemory(self):
         """The local window memory as a buffer."""
