@@ -82,5 +82,22 @@ try:
 except AttributeError as error:
     facts['main_del'] = str(error)
 facts['main_thread_repr'] = repr(threading.main_thread()).split(',')[0]
+
+
+def _warned_at(stacklevel):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        warnings.warn('where', stacklevel=stacklevel)
+    return os.path.basename(caught[0].filename), caught[0].lineno
+
+
+# a warning's stacklevel counts the program's frames and no launcher's:
+# above the stack it is sys:1; a thread's target is called by threading
+facts['warned_at'] = [_warned_at(1), _warned_at(2), _warned_at(3)]
+seen = []
+thread = threading.Thread(target=lambda: seen.append(_warned_at(3)))
+thread.start()
+thread.join()
+facts['thread_warned_at'] = seen[0][0]
 for name in sorted(facts):
     print('OUT rank={} {}={}'.format(world.rank, name, facts[name]))
