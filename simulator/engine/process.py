@@ -72,6 +72,7 @@ import atexit
 import logging
 import multiprocessing.process
 import importlib._bootstrap as _bootstrap
+import inspect
 import itertools
 import collections.abc
 import ctypes
@@ -97,7 +98,7 @@ from simulator.engine.libraries import (at_library_import, caller_is_user,
                                         then_after_exec)
 from simulator.engine.patches import (MODULE_CLASSES, PatchSet, module_class,
                                       wrap)
-from simulator.engine.trace import user_site
+from simulator.engine.trace import program_frames, user_site
 from simulator.errors import SimulatorError
 
 __all__ = ['ProcessState', 'ProcessExit', 'privatized', 'process_state',
@@ -587,6 +588,27 @@ def _fork_exec_for(original):
         return original(args, executable_list, close_fds, pass_fds, cwd,
                         env, *more)
     return fork_exec
+
+
+def _walk_stack_for(original):
+    # traceback's extract_stack, format_stack and print_stack (and
+    # logging's stack_info) walk through it
+    def walk_stack(f):
+        if f is None or current() is None:
+            return original(f)
+        return ((frame, frame.f_lineno) for frame in program_frames(f))
+    return walk_stack
+
+
+def _getouterframes_for(original):
+    # inspect.stack() and inspect.getouterframes
+    def getouterframes(frame, context=1):
+        found = original(frame, context)
+        if current() is None:
+            return found
+        seen = {id(f) for f in program_frames(frame)}
+        return [info for info in found if id(info.frame) in seen]
+    return getouterframes
 
 
 def _system_for(real):
@@ -1137,6 +1159,8 @@ def _install():
     undo.append(lambda: setattr(os, 'environb', shared_environb))
     undo += [wrap(subprocess.Popen, '__init__', _popen_init_for),
              wrap(_posixsubprocess, 'fork_exec', _fork_exec_for),
+             wrap(traceback, 'walk_stack', _walk_stack_for),
+             wrap(inspect, 'getouterframes', _getouterframes_for),
              wrap(os, 'system', _system_for),
              wrap(os, '_exit', _exit_for),
              wrap(socket, 'gethostname', _gethostname_for),

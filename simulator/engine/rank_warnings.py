@@ -26,7 +26,6 @@ it into an error got nothing once another rank had shown it. In a rank,
 ``warnings.warn`` (as libraries call it, through the module) keeps its
 registries per rank, and ``onceregistry`` is the rank's.
 """
-import os
 import sys
 import threading
 import types
@@ -35,6 +34,7 @@ import warnings
 from simulator.engine.libraries import at_library_import
 from simulator.engine.patches import module_class
 from simulator.engine.rank_sys import rank_setter
+from simulator.engine.trace import simulator_frame, starts_the_rank
 
 __all__ = ['install']
 
@@ -176,29 +176,6 @@ def _internal(frame):
     return 'importlib' in filename and '_bootstrap' in filename
 
 
-_SIMULATOR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_THREADING = threading.__file__
-
-
-def _simulators(frame):
-    return frame.f_code.co_filename.startswith(_SIMULATOR + os.sep)
-
-
-def _starts_the_rank(frame):
-    """Whether ``frame``, a simulator frame, and those below it only
-    start the rank's main thread: to the program, the bottom of its
-    stack, as a process's begins at its ``<module>``."""
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == '_rank_main' and \
-                code.co_filename.endswith(os.path.join('engine', 'ranks.py')):
-            return True
-        if not (_simulators(frame) or code.co_filename == _THREADING):
-            return False
-        frame = frame.f_back
-    return False
-
-
 def _attributed_frame(stacklevel):
     """The frame a warning of ``stacklevel`` is attributed to, as the
     interpreter's ``warn`` finds it (import machinery frames skipped),
@@ -209,12 +186,12 @@ def _attributed_frame(stacklevel):
     MPI)."""
     frame = sys._getframe(2)
     skip = stacklevel > 0 and not _internal(frame)
-    hide = not _simulators(frame)
+    hide = not simulator_frame(frame)
     for _ in range(stacklevel - 1):
         frame = frame.f_back
         while frame is not None and (skip and _internal(frame) or
-                                     hide and _simulators(frame)):
-            if hide and _simulators(frame) and _starts_the_rank(frame):
+                                     hide and simulator_frame(frame)):
+            if hide and simulator_frame(frame) and starts_the_rank(frame):
                 return None
             frame = frame.f_back
         if frame is None:

@@ -9,13 +9,15 @@ when a report or an error message needs them.
 """
 import os
 import sys
+import threading
 import traceback
 
 from simulator.engine.libraries import (SIMULATOR_DIR, is_library_file,
                                         is_simulator_file)
 
 __all__ = ['capture', 'resolve', 'CallRecord', 'user_frame', 'user_site',
-           'as_processes_traceback']
+           'as_processes_traceback', 'simulator_frame', 'starts_the_rank',
+           'program_frames']
 
 _MAX_DEPTH = 64
 _getframe = sys._getframe
@@ -189,3 +191,42 @@ def _close_chunk(kept, chunk):
     while kept and kept[-1].tb_frame.f_code.co_filename.startswith(
             '<frozen importlib._bootstrap'):
         kept.pop()
+
+
+# -- the stack a program sees -------------------------------------------
+_THREADING = threading.__file__
+_RANKS = os.path.join('engine', 'ranks.py')
+
+
+def simulator_frame(frame):
+    """Whether ``frame`` runs the simulator's own code."""
+    return frame.f_code.co_filename.startswith(SIMULATOR_DIR)
+
+
+def starts_the_rank(frame):
+    """Whether ``frame``, a simulator frame, and those below it only
+    start the rank's main thread: to the program, the bottom of its
+    stack, as a process's begins at its ``<module>``."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == '_rank_main' and \
+                code.co_filename.endswith(_RANKS):
+            return True
+        if not (simulator_frame(frame) or code.co_filename == _THREADING):
+            return False
+        frame = frame.f_back
+    return False
+
+
+def program_frames(frame):
+    """``frame`` and those it was called from, outwards, as a process's
+    program would see them: the simulator's frames are as mpi4py's C
+    code is there, absent, and the stack of a rank's main thread ends at
+    its program. (From a simulator frame: all of them.)"""
+    hide = not simulator_frame(frame)
+    while frame is not None:
+        if not (hide and simulator_frame(frame)):
+            yield frame
+        elif starts_the_rank(frame):
+            return
+        frame = frame.f_back

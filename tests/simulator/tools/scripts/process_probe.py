@@ -3,6 +3,7 @@ fact, the same under mpiexec and on the simulator (ranks <= cores, where
 Open MPI numbers local ranks in world order): its arguments and command
 line as given, the launcher's variables, its streams and threads."""
 import builtins
+import inspect
 import io
 import json
 import multiprocessing
@@ -10,6 +11,7 @@ import os
 import re
 import sys
 import threading
+import traceback
 import warnings
 
 from mpi4py import MPI
@@ -99,5 +101,9 @@ thread = threading.Thread(target=lambda: seen.append(_warned_at(3)))
 thread.start()
 thread.join()
 facts['thread_warned_at'] = seen[0][0]
+# ... and the stack a program inspects is its own
+facts['stack'] = [[f.function for f in inspect.stack()],
+                  len(traceback.format_stack()),
+                  [name for _, _, name, _ in traceback.extract_stack()]]
 for name in sorted(facts):
     print('OUT rank={} {}={}'.format(world.rank, name, facts[name]))
