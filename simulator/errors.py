@@ -7,7 +7,8 @@ __all__ = ['SimulatorError', 'DeadlockError', 'CollectiveMismatchError',
            'RankFailedError', 'AbortError', 'BufferModifiedError',
            'FinalizedError', 'NotInitializedError', 'NotFinalizedError',
            'ThreadLevelError', 'OverlappingBuffersError',
-           'RMAConflictError', 'IncompleteRequestWarning']
+           'RMAConflictError', 'IncompleteRequestWarning',
+           'BufferedExchangeWarning']
 
 
 class SimulatorError(Exception):
@@ -111,3 +112,10 @@ class IncompleteRequestWarning(UserWarning):
     """A rank's program ended with a non-blocking request it never
     completed (Wait/Test) or freed: erroneous in MPI, though a small
     message usually goes out anyway."""
+
+
+class BufferedExchangeWarning(UserWarning):
+    """Ranks each made a blocking standard send to the next before
+    receiving: the run got through only because those sends were
+    buffered (below Open MPI's eager limit); MPI calls such a program
+    unsafe, and it deadlocks with bigger messages."""

@@ -16,6 +16,7 @@ Every function here runs with the world lock held.
 import collections
 
 from simulator.engine.activity import Activity
+from simulator.engine.buffering import note_received
 
 __all__ = ['ANY_SOURCE', 'ANY_TAG', 'PROC_NULL', 'Message', 'Send', 'Recv',
            'post_send', 'post_recv', 'find_message', 'cancel', 'candidates',
@@ -39,7 +40,7 @@ class Message:
     """
 
     __slots__ = ('source', 'tag', 'kind', 'payload', 'datatype', 'record',
-                 'send', 'nbytes')
+                 'send', 'nbytes', 'received_by')
 
     def __init__(self, source, tag, kind, payload, datatype, record,
                  nbytes):
@@ -51,6 +52,7 @@ class Message:
         self.record = record
         self.send = None
         self.nbytes = nbytes
+        self.received_by = None     # the Recv that took it (or True)
 
     def matches(self, source, tag):
         return (source == ANY_SOURCE or source == self.source) and \
@@ -91,7 +93,7 @@ class Recv(Activity):
     """
 
     __slots__ = ('source', 'tag', 'group', 'comm_name', 'message', 'ctx',
-                 'cancelled')
+                 'cancelled', 'posted_at')
 
     def __init__(self, world, rank, record, source, tag, group, comm_name):
         super().__init__(world, rank, record)
@@ -102,6 +104,7 @@ class Recv(Activity):
         self.message = None
         self.ctx = None         # set while posted (unmatched)
         self.cancelled = False
+        self.posted_at = 0      # world.version when posted
 
     def ready(self):
         return self.message is not None or self.cancelled
@@ -176,6 +179,7 @@ def post_recv(world, ctx, recv):
     """Match ``recv`` with a queued message or post it."""
     rank = recv.rank
     world.version += 1
+    recv.posted_at = world.version
     schedule = world.schedule
     if schedule is None:
         msg = find_message(world, rank, ctx, recv.source, recv.tag, True)
@@ -199,6 +203,8 @@ def post_recv(world, ctx, recv):
 def _deliver(world, recv, msg, wake_receiver=True):
     """``recv`` takes ``msg`` (both already out of their queues)."""
     recv.message = msg
+    msg.received_by = recv
+    note_received(world, recv, msg)
     _remember(world, recv, msg)
     send = msg.send
     if send is not None:
@@ -291,6 +297,7 @@ def take_message(world, rank, ctx, source, tag):
     if msg is None:
         return None
     world.version += 1
+    msg.received_by = True      # a matched probe's Message receives it
     send = msg.send
     if send is not None:
         send.matched = True

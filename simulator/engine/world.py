@@ -32,7 +32,7 @@ import os
 import threading
 import time
 
-from simulator.engine import reports
+from simulator.engine import buffering, reports
 from simulator.engine.actors import (Actor, RankExit, current_actor,
                                      thread_actor)
 from simulator.engine.jobs import Job, block_placement
@@ -165,6 +165,9 @@ class World:
         # CallRecords of the last messages received there: reports name
         # the line of a send whose message is long gone.
         self.history = {}
+        # what each rank would wait for if no send were buffered
+        # (simulator.engine.buffering)
+        self.send_waits_without_buffering = buffering.Waits()
         # Private to the layers above (the mpi facade's per-world state,
         # simulator.nccl's cliques): name -> object.
         self.extensions = {}

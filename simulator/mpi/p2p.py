@@ -15,8 +15,10 @@ import numpy as np
 from simulator.engine import activity, p2p
 from simulator.engine.reports import Report, register_explainer
 from simulator.engine.world import EAGER_BYTES
-from simulator.engine.trace import CallRecord, capture
-from simulator.errors import (BufferModifiedError, MessageMismatchError,
+from simulator.engine.buffering import note_eager_send
+from simulator.engine.trace import CallRecord, capture, user_frame
+from simulator.errors import (BufferedExchangeWarning,
+                              BufferModifiedError, MessageMismatchError,
                               OverlappingBuffersError,
                               UnmatchedMessageError)
 from simulator.engine.actors import current
@@ -394,6 +396,17 @@ def _explain_eager_limit(report):
                 EAGER_BYTES['network'], EAGER_BYTES['self']))
 
 
+# Blocking sends that MPI lets wait for their receive (a buffered one,
+# Bsend, never does; a ready one's receive is posted already).
+_UNBUFFERED_BY_MPI = frozenset(('Send', 'send'))
+
+
+def _warn_unsafe(text, record):
+    filename, lineno, _ = user_frame(record.frames)
+    warnings.warn_explicit(BufferedExchangeWarning(text),
+                           BufferedExchangeWarning, filename, lineno)
+
+
 class PointToPoint:
     """Sends, receives and probes; mixed into ``simulator.mpi.Comm``."""
 
@@ -426,6 +439,10 @@ class PointToPoint:
                 _take_buffer_space(world, op, s.peers[dest], record, msg)
             send = p2p.post_send(world, s.ctx, s.peers[dest], msg,
                                  rendezvous)
+            unsafe = None
+            if block and not rendezvous and op in _UNBUFFERED_BY_MPI:
+                unsafe = note_eager_send(world, s.world_rank,
+                                         s.peers[dest], msg)
             if world.finished[s.peers[dest]] and world.schedule is None:
                 # Certain already: nobody will ever receive it.
                 report = Report.from_world(world, kind='unmatched')
@@ -441,6 +458,8 @@ class PointToPoint:
         if block:
             if rendezvous and world.clock is not None:
                 world.clock.rendezvous_sent(send)
+            if unsafe is not None:
+                _warn_unsafe(unsafe, record)
             return None
         return SendRequest(send, None, None)
 
