@@ -132,8 +132,16 @@ def Get_processor_name():
 
 
 def Wtime():
-    """Wall-clock seconds."""
-    return time.perf_counter()
+    """Wall-clock seconds since MPI started, as Open MPI 5 counts them
+    from ``MPI_Init`` (a process reads about 0 right after it); in
+    virtual time, the rank's clock."""
+    now = time.perf_counter()
+    ctx = current()
+    if ctx is None:
+        return now
+    clock = ctx.world.clock
+    return now - (clock.base('perf_counter') if clock is not None else
+                  ctx.world.start_time)
 
 
 def Wtick():
