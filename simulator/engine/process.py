@@ -566,7 +566,9 @@ def _child_environ(state):
 def _popen_init_for(original):
     def __init__(self, args, *more, **kwargs):
         state = process_state()
-        # env is Popen's 11th parameter (env=None: the rank's)
+        # env is Popen's 11th parameter (env=None: the rank's). Its
+        # fork_exec path alone would get it from _fork_exec_for; this
+        # also covers the os.posix_spawn path, which reads os.environ.
         if state is not None and kwargs.get('env') is None and \
                 len(more) < 10:
             kwargs['env'] = _child_environ(state)

@@ -34,7 +34,7 @@ import warnings
 from simulator.engine.libraries import at_library_import
 from simulator.engine.patches import module_class
 from simulator.engine.rank_sys import rank_setter
-from simulator.engine.trace import simulator_frame, starts_the_rank
+from simulator.engine.trace import program_frames
 
 __all__ = ['install']
 
@@ -186,14 +186,12 @@ def _attributed_frame(stacklevel):
     MPI)."""
     frame = sys._getframe(2)
     skip = stacklevel > 0 and not _internal(frame)
-    hide = not simulator_frame(frame)
+    outwards = program_frames(frame)
+    frame = next(outwards)
     for _ in range(stacklevel - 1):
-        frame = frame.f_back
-        while frame is not None and (skip and _internal(frame) or
-                                     hide and simulator_frame(frame)):
-            if hide and simulator_frame(frame) and starts_the_rank(frame):
-                return None
-            frame = frame.f_back
+        frame = next(outwards, None)
+        while skip and frame is not None and _internal(frame):
+            frame = next(outwards, None)
         if frame is None:
             break
     return frame

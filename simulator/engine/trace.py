@@ -16,8 +16,7 @@ from simulator.engine.libraries import (SIMULATOR_DIR, is_library_file,
                                         is_simulator_file)
 
 __all__ = ['capture', 'resolve', 'CallRecord', 'user_frame', 'user_site',
-           'as_processes_traceback', 'simulator_frame', 'starts_the_rank',
-           'program_frames']
+           'as_processes_traceback', 'program_frames']
 
 _MAX_DEPTH = 64
 _getframe = sys._getframe
@@ -198,12 +197,12 @@ _THREADING = threading.__file__
 _RANKS = os.path.join('engine', 'ranks.py')
 
 
-def simulator_frame(frame):
+def _simulator_frame(frame):
     """Whether ``frame`` runs the simulator's own code."""
     return frame.f_code.co_filename.startswith(SIMULATOR_DIR)
 
 
-def starts_the_rank(frame):
+def _starts_the_rank(frame):
     """Whether ``frame``, a simulator frame, and those below it only
     start the rank's main thread: to the program, the bottom of its
     stack, as a process's begins at its ``<module>``."""
@@ -212,7 +211,7 @@ def starts_the_rank(frame):
         if code.co_name == '_rank_main' and \
                 code.co_filename.endswith(_RANKS):
             return True
-        if not (simulator_frame(frame) or code.co_filename == _THREADING):
+        if not (_simulator_frame(frame) or code.co_filename == _THREADING):
             return False
         frame = frame.f_back
     return False
@@ -223,10 +222,10 @@ def program_frames(frame):
     program would see them: the simulator's frames are as mpi4py's C
     code is there, absent, and the stack of a rank's main thread ends at
     its program. (From a simulator frame: all of them.)"""
-    hide = not simulator_frame(frame)
+    hide = not _simulator_frame(frame)
     while frame is not None:
-        if not (hide and simulator_frame(frame)):
+        if not (hide and _simulator_frame(frame)):
             yield frame
-        elif starts_the_rank(frame):
+        elif _starts_the_rank(frame):
             return
         frame = frame.f_back

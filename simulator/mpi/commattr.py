@@ -34,6 +34,7 @@ from simulator.mpi.handles import (HandleMixin, handle_argument_error,
                                    register_fixed)
 
 __all__ = ['Errhandler', 'Info', 'call_errhandler', 'create_errhandler',
+           'abort_job', 'default_handler', 'is_fatal',
            'ERRHANDLER_NULL',
            'ERRORS_RETURN',
            'ERRORS_ARE_FATAL', 'ERRORS_ABORT', 'INFO_NULL', 'INFO_ENV',
@@ -184,14 +185,18 @@ def call_errhandler(errhandler, obj, errorcode):
     handler = errhandler._h
     if handler is not None and handler.fn is not None:
         handler.fn(obj, errorcode)
-    elif handler in (_FATAL, _ABORT) and errorcode != SUCCESS:
-        ctx = current()
-        error = AbortError('rank {}: error handler {} called with error '
-                           '{} on {}'.format(ctx.rank, handler.name,
-                                             errorcode, describe(obj)),
-                           errorcode=errorcode)
-        ctx.world.fail(current_actor(), error)
-        raise error
+    elif is_fatal(handler) and errorcode != SUCCESS:
+        raise abort_job('rank {}: error handler {} called with error {} on '
+                        '{}'.format(current().rank, handler.name, errorcode,
+                                    describe(obj)), errorcode)
+
+
+def abort_job(message, errorcode):
+    """The AbortError a fatal error handler ends the calling rank's
+    world with (the world already failed with it): raise it."""
+    error = AbortError(message, errorcode=errorcode)
+    current().world.fail(current_actor(), error)
+    return error
 
 
 def _user_handlers():

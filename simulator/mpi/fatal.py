@@ -15,12 +15,12 @@ and stay: they act only while the object's handler is fatal.
 """
 import functools
 
-from simulator.engine.actors import current, current_actor
-from simulator.errors import AbortError
-from simulator.mpi.commattr import is_fatal
+from simulator.engine.actors import current
+from simulator.mpi.commattr import abort_job, is_fatal
 from simulator.mpi.comm import Comm
 from simulator.mpi.constants import Exception as MPIException
 from simulator.mpi.initialization import on_fatal_handler
+from simulator.mpi.naming import with_subclasses
 from simulator.mpi.win import Win
 
 __all__ = ['watch_handles']
@@ -31,20 +31,11 @@ _UNWATCHED = frozenset(('Get_errhandler', 'Set_errhandler', 'Call_errhandler',
                         'Create_errhandler', 'Abort'))
 
 
-def _handler_classes():
-    todo, found = [Comm, Win], []
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
-    return found
-
-
 def _targets():
     """(class, name, function) of every public method of the
     communicators, the windows and their mixins, where it is defined."""
     seen = set()
-    for handled in _handler_classes():
+    for handled in with_subclasses(Comm, Win):
         for cls in handled.__mro__:
             if cls in seen or cls.__module__ == 'builtins':
                 continue
@@ -75,15 +66,13 @@ def _abort_if_fatal(obj, name, error):
     if not is_fatal(handler):
         return
     errorclass = error.Get_error_class()
-    abort = AbortError(
+    raise abort_job(
         'rank {}: {} failed on {} ({}), whose error handler is MPI_{}: the '
         'job aborts, as Open MPI aborts it, with exit status {} (under '
         'ERRORS_RETURN, mpi4py.rc.errors = "exception", the call raises '
-        'MPI.Exception)'.format(ctx.rank, _mpi_function(name),
-                                where, error, handler.name,
-                                errorclass), errorcode=errorclass)
-    ctx.world.fail(current_actor(), abort)
-    raise abort from error
+        'MPI.Exception)'.format(ctx.rank, _mpi_function(name), where, error,
+                                handler.name, errorclass),
+        errorclass) from error
 
 
 def _watched(raw, name):

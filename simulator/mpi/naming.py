@@ -26,7 +26,7 @@ import sys
 
 __all__ = ['MODULE', 'publish', 'is_ours', 'describe', 'reduce_constant',
            'class_ref', 'no_attribute', 'unserializable', 'unpicklable',
-           'HidesBase']
+           'HidesBase', 'with_subclasses']
 
 MODULE = 'mpi4py.MPI'
 
@@ -164,6 +164,17 @@ def _drop_slots_name(cls):
         if (klass in _PUBLISHED or _is_simulator_code(klass)) and \
                 '__slots__' in vars(klass):
             delattr(klass, '__slots__')
+
+
+def with_subclasses(*roots):
+    """``roots`` and every class below them, at any depth (the facade's
+    published classes and the simulator's own request kinds)."""
+    found, todo = [], list(roots)
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo.extend(cls.__subclasses__())
+    return found
 
 
 def _present_internal_subclasses(public, cls=None):

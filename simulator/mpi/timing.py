@@ -28,6 +28,7 @@ from simulator.engine.world import World
 from simulator.mpi.coll import Collectives
 from simulator.mpi.comm import Comm, world_comm
 from simulator.mpi.constants import InPlaceType
+from simulator.mpi.naming import with_subclasses
 from simulator.mpi.p2p import PointToPoint
 from simulator.mpi.request import Request
 from simulator.mpi.scan import Scans
@@ -77,12 +78,7 @@ def _targets():
                 yield mixin, name
     for name in _CONSTRUCTION:
         yield Comm, name
-    classes, todo = [], [Request]
-    while todo:
-        cls = todo.pop()
-        classes.append(cls)
-        todo.extend(cls.__subclasses__())
-    for cls in classes:
+    for cls in with_subclasses(Request):
         for name in _REQUEST:
             if name in vars(cls):
                 yield cls, name
